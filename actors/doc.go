@@ -1,0 +1,22 @@
+// Package actors owns the match grain: one protoactor actor per match that
+// hosts the rules engine and is the single writer of that match's durable
+// command log while its fencing epoch is current.
+//
+// Invariant: an intent is acknowledged to a seat only after the command that
+// produced it is durably appended under the grain's epoch; an activation that
+// learns it is fenced stops and never answers again. Everything else the grain
+// keeps (idempotency journal, event journal, clocks, absence, seat
+// attachments) is derived from the command log, so a new activation rebuilds
+// it from snapshot + log tail.
+//
+// The package also holds the edge side of the conversation: Gateway creates
+// matches and opens seats, and a per-connection seat actor receives the frames
+// a grain pushes and re-attaches when the grain moves. It knows nothing about
+// WebSocket or SQL: transports live in edge/, storage behind persistence.Store,
+// and cross-node routing behind the Requester interface that cluster/ satisfies.
+//
+// Messages between edge and grain are plain Go structs carried through
+// protoactor remote inside the msgpack envelope of actors/envelope; the
+// grain pushes frames already encoded per seat (protocol bytes), so the edge
+// never re-encodes and never sees another seat's data.
+package actors

@@ -1,0 +1,459 @@
+package actors
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/matchgrain/matchgrain/actors/envelope"
+	"github.com/matchgrain/matchgrain/persistence"
+	"github.com/matchgrain/matchgrain/protocol"
+)
+
+// Errors the Gateway returns for callers to branch on.
+var (
+	// ErrMatchNotFound: no match has that id.
+	ErrMatchNotFound = errors.New("match not found")
+	// ErrTicketUsed: the ticket was consumed before (single use, durable).
+	ErrTicketUsed = errors.New("ticket already used")
+	// ErrUnavailable: the match could not be reached in time; retry later.
+	ErrUnavailable = errors.New("match unavailable")
+	// ErrBadRequest: the request is invalid (unknown deck, bad seat).
+	ErrBadRequest = errors.New("bad request")
+)
+
+// Requester routes a request to the grain of identity wherever it lives and
+// returns its reply. msg is a value registered with envelope.Register; the
+// reply may come back unwrapped or as an *envelope.Msg. cluster.Node
+// satisfies it.
+type Requester interface {
+	Request(ctx context.Context, identity, kind string, msg any) (any, error)
+}
+
+// GatewayConfig wires a Gateway.
+type GatewayConfig struct {
+	// System spawns the per-connection seat actors.
+	System *actor.ActorSystem
+	// Cluster routes requests to grains.
+	Cluster Requester
+	// Store records new matches.
+	Store persistence.Store
+	// Rules validates deck ids before a match is created.
+	Rules Rules
+	// Timing must be the grains' timing (SeatKeepAlive is shared).
+	Timing Timing
+	// Forget drops a finished match from this member's PID cache; may be nil.
+	Forget func(identity string)
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+	// RequestTimeout bounds one attempt to reach a grain (default 5 s).
+	RequestTimeout time.Duration
+	// ReattachTimeout is how long a seat keeps trying to find its grain
+	// again before it gives up and the client must reconnect (default 30 s).
+	ReattachTimeout time.Duration
+}
+
+// Gateway is the edge's door to the match grains: it creates matches and
+// attaches connections to seats. Safe for concurrent use.
+type Gateway struct {
+	cfg GatewayConfig
+	log *slog.Logger
+}
+
+// NewGateway checks cfg and returns a Gateway.
+func NewGateway(cfg GatewayConfig) (*Gateway, error) {
+	if cfg.System == nil || cfg.Cluster == nil || cfg.Store == nil || cfg.Rules == nil {
+		return nil, errors.New("gateway needs an actor system, a cluster, a store and rules")
+	}
+	if err := cfg.Timing.Validate(); err != nil {
+		return nil, fmt.Errorf("gateway timing: %w", err)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 5 * time.Second
+	}
+	if cfg.ReattachTimeout <= 0 {
+		cfg.ReattachTimeout = 30 * time.Second
+	}
+	return &Gateway{cfg: cfg, log: cfg.Logger}, nil
+}
+
+// CreateMatch validates the decks, records the match durably and wakes its
+// grain so that its clocks run from now. seed nil picks a random seed.
+func (g *Gateway) CreateMatch(ctx context.Context, names [2]string, decks [2]string, seed *uint64) (string, error) {
+	var s uint64
+	if seed != nil {
+		s = *seed
+	} else {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", fmt.Errorf("match seed: %w", err)
+		}
+		s = binary.LittleEndian.Uint64(b[:])
+	}
+	if _, _, err := g.cfg.Rules.New(s, decks); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	id, err := newMatchID()
+	if err != nil {
+		return "", err
+	}
+	meta, err := encodeInternal(matchMeta{Names: names, Decks: decks, Seed: s, CreatedAt: time.Now().UnixMilli()})
+	if err != nil {
+		return "", err
+	}
+	if err := g.cfg.Store.CreateMatch(ctx, id, meta); err != nil {
+		return "", fmt.Errorf("create match %s: %w", id, err)
+	}
+	if _, err := g.call(ctx, id, &Wake{}); err != nil {
+		// The match is durable; the reclaimer will activate it.
+		g.log.Warn("wake new match", "match", id, "err", err)
+	}
+	return id, nil
+}
+
+// MatchExists reports whether matchID names a match (activating it).
+func (g *Gateway) MatchExists(ctx context.Context, matchID string) (bool, error) {
+	_, err := g.call(ctx, matchID, &Wake{})
+	if errors.Is(err, ErrMatchNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// call sends one request to a grain and retries what is worth retrying
+// (timeouts, a grain that is moving) with jittered backoff until ctx ends.
+func (g *Gateway) call(ctx context.Context, matchID string, msg any) (*Reply, error) {
+	backoff := 20 * time.Millisecond
+	for {
+		rctx, cancel := context.WithTimeout(ctx, g.cfg.RequestTimeout)
+		res, err := g.cfg.Cluster.Request(rctx, matchID, MatchKind, msg)
+		cancel()
+		var r *Reply
+		if err == nil {
+			r, err = asReply(res)
+		}
+		if err == nil {
+			switch r.Code {
+			case ReplyOK:
+				return r, nil
+			case ReplyNotFound:
+				return r, ErrMatchNotFound
+			case ReplyTicketUsed:
+				return r, ErrTicketUsed
+			case ReplyNotAttached:
+				return r, errNotAttached
+			case ReplyReplaced:
+				return r, errReplaced
+			case ReplyBadRequest:
+				return r, fmt.Errorf("%w: %s", ErrBadRequest, r.Message)
+			}
+			err = fmt.Errorf("grain: %s", r.Message)
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: match %s: %w", ErrUnavailable, matchID, err)
+		}
+		sleep := backoff/2 + mrand.N(backoff)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: match %s: %w", ErrUnavailable, matchID, err)
+		case <-time.After(sleep):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+var (
+	errNotAttached = errors.New("seat not attached")
+	errReplaced    = errors.New("seat replaced by another connection")
+	// ErrDetached: the seat lost its attachment for good (replaced, or its
+	// match could not be found again); the connection should close.
+	ErrDetached = errors.New("seat detached")
+)
+
+// asReply accepts a reply unwrapped by the Requester or still in its envelope.
+func asReply(v any) (*Reply, error) {
+	if m, ok := v.(*envelope.Msg); ok {
+		v = m.V
+	}
+	r, ok := v.(*Reply)
+	if !ok {
+		return nil, fmt.Errorf("unexpected reply %T", v)
+	}
+	return r, nil
+}
+
+func newMatchID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("match id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// SeatRequest asks to attach a connection to a seat.
+type SeatRequest struct {
+	MatchID       string
+	Seat          int
+	TicketID      string
+	TicketExpires time.Time
+	ResumeFromSeq int64
+}
+
+// Sink receives one seat's frames. Deliver must not block; calls never overlap.
+type Sink interface {
+	// Deliver hands over encoded server frames, in order.
+	Deliver(frames [][]byte)
+	// Detach says the seat lost its attachment for good (the connection
+	// should close).
+	Detach(reason DetachReason)
+}
+
+// OpenSeat attaches sink to a seat: the ticket is consumed by the grain
+// (exactly once, durably), and when OpenSeat returns the sink has been given
+// the ServerHello and the snapshot or resume events (PROTOCOL.md §4.2).
+func (g *Gateway) OpenSeat(ctx context.Context, req SeatRequest, sink Sink) (*Seat, error) {
+	if req.Seat < 0 || req.Seat > 1 {
+		return nil, fmt.Errorf("%w: seat %d", ErrBadRequest, req.Seat)
+	}
+	s := &Seat{gw: g, matchID: req.MatchID, seat: req.Seat, sink: sink, initial: make(chan struct{}), stop: make(chan struct{})}
+	s.lastSeq.Store(req.ResumeFromSeq)
+	pid, err := g.cfg.System.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &seatActor{s: s} }),
+		"seat-"+req.MatchID+"-"+mustRandomSuffix())
+	if err != nil {
+		return nil, fmt.Errorf("spawn seat actor: %w", err)
+	}
+	s.pid = pid
+	_, err = g.call(ctx, req.MatchID, &AttachSeat{
+		Seat: req.Seat, TicketID: req.TicketID, TicketExpiresMs: req.TicketExpires.UnixMilli(),
+		ResumeFromSeq: req.ResumeFromSeq, SessionAddr: pid.Address, SessionID: pid.Id,
+	})
+	if err != nil {
+		g.cfg.System.Root.Stop(pid)
+		return nil, err
+	}
+	select {
+	case <-s.initial:
+	case <-ctx.Done():
+		s.Close(false)
+		return nil, fmt.Errorf("%w: no initial frames: %w", ErrUnavailable, ctx.Err())
+	}
+	go s.keepAlive()
+	return s, nil
+}
+
+func mustRandomSuffix() string {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on supported platforms; a clash of
+		// math/rand suffixes only makes SpawnNamed fail, which is reported.
+		return fmt.Sprintf("%x", mrand.Uint64())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// Seat is one connection's attachment to a seat.
+type Seat struct {
+	gw      *Gateway
+	matchID string
+	seat    int
+	sink    Sink
+	pid     *actor.PID
+
+	lastSeq     atomic.Int64
+	epoch       atomic.Int64
+	initial     chan struct{}
+	initialOnce sync.Once
+	stop        chan struct{}
+	closeOnce   sync.Once
+	detached    atomic.Bool
+}
+
+// LastSeq is the last event seq delivered to this seat.
+func (s *Seat) LastSeq() int64 { return s.lastSeq.Load() }
+
+// Intent submits an intent; the result and events arrive through the sink.
+func (s *Seat) Intent(ctx context.Context, intentID string, basedOnSeq int64, in protocol.Intent) error {
+	frame, err := protocol.EncodeClientFrame(&protocol.ClientIntent{IntentID: intentID, BasedOnSeq: basedOnSeq, Intent: in})
+	if err != nil {
+		return fmt.Errorf("%w: encode intent: %w", ErrBadRequest, err)
+	}
+	return s.request(ctx, &SubmitIntent{Seat: s.seat, SessionID: s.pid.Id, Frame: frame})
+}
+
+// Resync asks for events from fromSeq or a snapshot, through the sink.
+func (s *Seat) Resync(ctx context.Context, fromSeq int64, full bool) error {
+	return s.request(ctx, &ResyncSeat{Seat: s.seat, SessionID: s.pid.Id, FromSeq: fromSeq, Full: full})
+}
+
+// request sends msg, re-attaching once if the grain no longer knows this
+// seat (it moved, or a new activation took over).
+func (s *Seat) request(ctx context.Context, msg any) error {
+	for attempt := 0; ; attempt++ {
+		if s.detached.Load() {
+			return ErrDetached
+		}
+		_, err := s.gw.call(ctx, s.matchID, msg)
+		if !errors.Is(err, errNotAttached) || attempt > 0 {
+			return err
+		}
+		if err := s.reattach(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// reattach attaches this seat actor again after its grain lost it. If
+// another connection holds the seat meanwhile, this one was replaced.
+func (s *Seat) reattach(ctx context.Context) error {
+	if s.detached.Load() {
+		return ErrDetached
+	}
+	_, err := s.gw.call(ctx, s.matchID, &AttachSeat{
+		Seat: s.seat, Reattach: true, ResumeFromSeq: s.lastSeq.Load(),
+		SessionAddr: s.pid.Address, SessionID: s.pid.Id,
+	})
+	if errors.Is(err, errReplaced) {
+		s.detach(DetachReplaced)
+		return ErrDetached
+	}
+	return err
+}
+
+// Close ends the attachment; leave says the player left on purpose.
+func (s *Seat) Close(leave bool) {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		ctx, cancel := context.WithTimeout(context.Background(), s.gw.cfg.RequestTimeout)
+		defer cancel()
+		if _, err := s.gw.call(ctx, s.matchID, &DetachSeat{Seat: s.seat, SessionID: s.pid.Id, Leave: leave}); err != nil &&
+			!errors.Is(err, ErrMatchNotFound) {
+			s.gw.log.Debug("detach seat", "match", s.matchID, "seat", s.seat, "err", err)
+		}
+		s.gw.cfg.System.Root.Stop(s.pid)
+	})
+}
+
+// keepAlive proves to the grain that this seat's transport is alive and
+// notices when the grain moved or restarted: then it re-attaches, resuming
+// from the last delivered seq, without the client noticing. If the grain
+// cannot be found for ReattachTimeout the client is told to reconnect.
+func (s *Seat) keepAlive() {
+	t := time.NewTicker(s.gw.cfg.Timing.SeatKeepAlive)
+	defer t.Stop()
+	var failingSince time.Time
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.gw.cfg.Timing.SeatKeepAlive*2)
+		_, err := s.gw.call(ctx, s.matchID, &SeatPing{Seat: s.seat, SessionID: s.pid.Id})
+		if errors.Is(err, errNotAttached) {
+			err = s.reattach(ctx)
+		}
+		cancel()
+		if errors.Is(err, ErrDetached) {
+			return
+		}
+		if err == nil {
+			failingSince = time.Time{}
+			continue
+		}
+		if failingSince.IsZero() {
+			failingSince = time.Now()
+		}
+		if time.Since(failingSince) > s.gw.cfg.ReattachTimeout {
+			s.gw.log.Warn("seat lost its match", "match", s.matchID, "seat", s.seat, "err", err)
+			s.detach(DetachUnavailable)
+			return
+		}
+	}
+}
+
+func (s *Seat) detach(reason DetachReason) {
+	if s.detached.CompareAndSwap(false, true) {
+		s.sink.Detach(reason)
+	}
+}
+
+// seatActor receives what a grain pushes to one seat and hands it to the
+// sink in order, dropping what an older activation sends after a newer one
+// took over and event batches the seat already has.
+type seatActor struct {
+	s *Seat
+}
+
+// Receive implements actor.Actor.
+func (a *seatActor) Receive(ctx actor.Context) {
+	m, ok := ctx.Message().(*envelope.Msg)
+	if !ok {
+		return
+	}
+	switch v := m.V.(type) {
+	case *SeatFrames:
+		a.onFrames(v)
+	case *SeatDetached:
+		if v.Epoch >= a.s.epoch.Load() {
+			a.s.detach(v.Reason)
+		}
+	}
+}
+
+func (a *seatActor) onFrames(f *SeatFrames) {
+	s := a.s
+	cur := s.epoch.Load()
+	if f.Epoch < cur {
+		return
+	}
+	if f.Epoch > cur {
+		s.epoch.Store(f.Epoch)
+	}
+	out := make([][]byte, 0, len(f.Frames))
+	last := s.lastSeq.Load()
+	for _, fr := range f.Frames {
+		if fr.ToSeq > 0 {
+			if !f.Initial && !f.Requested && fr.ToSeq <= last && isPushedEvents(fr) {
+				continue
+			}
+			last = max(last, fr.ToSeq)
+			if isSnapshot(fr) {
+				last = fr.ToSeq
+			}
+		}
+		out = append(out, fr.Data)
+	}
+	s.lastSeq.Store(last)
+	if len(out) > 0 && !s.detached.Load() {
+		s.sink.Deliver(out)
+	}
+	if f.Initial {
+		s.initialOnce.Do(func() { close(s.initial) })
+	}
+}
+
+// isPushedEvents and isSnapshot look at the frame's union key: a
+// ServerEvents frame starts with the fixarray(2) byte 0x92 then key 2.
+func isPushedEvents(f OutFrame) bool {
+	return len(f.Data) > 1 && f.Data[1] == byte(protocol.ServerEventsKind)
+}
+
+func isSnapshot(f OutFrame) bool {
+	return len(f.Data) > 1 && f.Data[1] == byte(protocol.ServerSnapshotKind)
+}

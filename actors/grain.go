@@ -1,0 +1,463 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/matchgrain/matchgrain/actors/envelope"
+	"github.com/matchgrain/matchgrain/persistence"
+	"github.com/matchgrain/matchgrain/protocol"
+)
+
+// GrainDeps is what every match grain of one member shares.
+type GrainDeps struct {
+	Store  persistence.Store
+	Rules  Rules
+	Timing Timing
+	// Owner names this member in the store's owner column (the member id).
+	Owner func() string
+	// Now is the grain's clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives structured logs; never tickets or hand contents.
+	Logger *slog.Logger
+	// StoreTimeout bounds one store call (default 5 s).
+	StoreTimeout time.Duration
+	// Metrics, if set, counts grain activity.
+	Metrics *Metrics
+}
+
+// NewMatchKind returns the cluster kind that hosts match grains on a member.
+func NewMatchKind(deps GrainDeps) (*pcluster.Kind, error) {
+	if deps.Store == nil || deps.Rules == nil || deps.Owner == nil {
+		return nil, errors.New("match kind needs a store, rules and an owner name")
+	}
+	if err := deps.Timing.Validate(); err != nil {
+		return nil, fmt.Errorf("match kind timing: %w", err)
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	if deps.StoreTimeout <= 0 {
+		deps.StoreTimeout = 5 * time.Second
+	}
+	d := &deps
+	props := actor.PropsFromProducer(func() actor.Actor { return &grain{deps: d} })
+	return pcluster.NewKind(MatchKind, props), nil
+}
+
+// attachment is one seat's live connection, as a seat actor somewhere.
+type attachment struct {
+	pid       *actor.PID
+	sessionID string
+	lastSeen  int64
+}
+
+// tick is the grain's own timer message (local only, never serialised).
+type tick struct{}
+
+type grainState int
+
+const (
+	stateLoading grainState = iota
+	stateRunning
+	stateNotFound
+	stateStopped // fenced or broken: never answers again
+)
+
+// grain is one activation of a match.
+type grain struct {
+	deps  *GrainDeps
+	id    string
+	log   *slog.Logger
+	state grainState
+	epoch int64
+
+	meta    matchMeta
+	engine  Engine
+	logSeq  int64
+	sinceSS int
+	clock   decisionClock
+	absent  absence
+	// journal holds accepted intents by seat and id (durable via the log).
+	journal map[journalKey]journalEntry
+	// rejected remembers rejections so a re-sent id answers the same way;
+	// it is memory only: a rejection changed nothing worth persisting.
+	rejected map[journalKey]protocol.ServerIntentResult
+	// events is the event journal from journalFrom to the last seq.
+	events      []protocol.EventEnvelope
+	journalFrom int64
+
+	seats         [2]*attachment
+	timer         *time.Timer
+	lastClockSent int64
+}
+
+type journalKey struct {
+	seat int
+	id   string
+}
+
+const maxRejectedRemembered = 4096
+
+// Receive implements actor.Actor.
+func (g *grain) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *pcluster.ClusterInit:
+		g.activate(ctx, m.Identity.Identity)
+	case *tick:
+		g.onTick(ctx)
+	case *actor.ReceiveTimeout:
+		if g.state != stateRunning || g.engine.IsFinished() {
+			ctx.Poison(ctx.Self())
+		}
+	case *actor.Stopping:
+		g.stopTimer()
+		if g.deps.Metrics != nil && g.state == stateRunning {
+			g.deps.Metrics.ActiveGrains.Add(-1)
+		}
+	case *envelope.Msg:
+		g.onMessage(ctx, m)
+	}
+}
+
+func (g *grain) now() int64 { return g.deps.Now().UnixMilli() }
+
+func (g *grain) storeCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), g.deps.StoreTimeout)
+}
+
+// activate claims the match (fencing every older activation) and rebuilds
+// its state from snapshot + log tail.
+func (g *grain) activate(ctx actor.Context, id string) {
+	g.id = id
+	g.log = g.deps.Logger.With("match", id)
+	g.journal = map[journalKey]journalEntry{}
+	g.rejected = map[journalKey]protocol.ServerIntentResult{}
+	sctx, cancel := g.storeCtx()
+	defer cancel()
+	rec, err := g.deps.Store.Claim(sctx, id, g.deps.Owner())
+	if errors.Is(err, persistence.ErrMatchNotFound) {
+		g.state = stateNotFound
+		ctx.SetReceiveTimeout(g.deps.Timing.IdleStop)
+		return
+	}
+	if err != nil {
+		g.log.Error("claim failed", "err", err)
+		g.halt(ctx)
+		return
+	}
+	if err := g.recover(rec); err != nil {
+		g.log.Error("recovery failed", "epoch", rec.Epoch, "err", err)
+		g.halt(ctx)
+		return
+	}
+	g.state = stateRunning
+	if g.deps.Metrics != nil {
+		g.deps.Metrics.ActiveGrains.Add(1)
+	}
+	now := g.now()
+	// Connections do not survive an activation change: a seat the log
+	// thinks present is absent from now until its edge re-attaches.
+	for s := range 2 {
+		if g.absent.Since[s] == 0 {
+			g.absent.Since[s] = now
+		}
+	}
+	g.log.Info("match activated", "epoch", g.epoch, "log_seq", g.logSeq, "event_seq", g.engine.LastSeq(),
+		"finished", g.engine.IsFinished())
+	if g.engine.IsFinished() {
+		ctx.SetReceiveTimeout(g.deps.Timing.IdleStop)
+	}
+	g.onTick(ctx) // overdue deadlines fire at once
+}
+
+func (g *grain) recover(rec persistence.Recovery) error {
+	g.epoch = rec.Epoch
+	if err := decodeInternal(rec.Meta, &g.meta); err != nil {
+		return fmt.Errorf("match meta: %w", err)
+	}
+	if rec.Snapshot != nil {
+		var ss grainSnapshot
+		if err := decodeInternal(rec.Snapshot.Data, &ss); err != nil {
+			return fmt.Errorf("snapshot: %w", err)
+		}
+		if ss.Version != snapshotVersion {
+			return fmt.Errorf("snapshot version %d, want %d", ss.Version, snapshotVersion)
+		}
+		eng, err := g.deps.Rules.Restore(ss.Engine)
+		if err != nil {
+			return fmt.Errorf("restore engine at log seq %d: %w", rec.Snapshot.Seq, err)
+		}
+		g.engine, g.clock, g.absent, g.logSeq = eng, ss.Clock, ss.Absent, rec.Snapshot.Seq
+		for _, j := range ss.Journal {
+			g.journal[journalKey{j.Seat, j.IntentID}] = j
+		}
+		g.journalFrom = eng.LastSeq() + 1
+	} else {
+		eng, evs, err := g.deps.Rules.New(g.meta.Seed, g.meta.Decks)
+		if err != nil {
+			return fmt.Errorf("set up match: %w", err)
+		}
+		g.engine, g.events, g.journalFrom = eng, evs, 1
+		g.clock = newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.deps.Timing)
+		g.absent = absence{Since: [2]int64{g.meta.CreatedAt, g.meta.CreatedAt}}
+	}
+	for _, le := range rec.Tail {
+		var e logEntry
+		if err := decodeInternal(le.Payload, &e); err != nil {
+			return fmt.Errorf("log entry %d: %w", le.Seq, err)
+		}
+		if le.Seq != g.logSeq+1 {
+			return fmt.Errorf("log gap: entry %d after %d", le.Seq, g.logSeq)
+		}
+		evs, err := g.apply(e)
+		if err != nil {
+			return fmt.Errorf("replay log entry %d: %w", le.Seq, err)
+		}
+		g.events = append(g.events, evs...)
+		g.logSeq = le.Seq
+	}
+	return nil
+}
+
+// apply runs one log entry against the engine and the clocks. It is the only
+// place state changes, live and on replay alike.
+func (g *grain) apply(e logEntry) ([]protocol.EventEnvelope, error) {
+	switch e.Kind {
+	case entryIntent:
+		f, err := protocol.DecodeClientFrame(e.Frame)
+		if err != nil {
+			return nil, fmt.Errorf("decode intent %q: %w", e.IntentID, err)
+		}
+		ci, ok := f.(*protocol.ClientIntent)
+		if !ok || ci.Intent == nil {
+			return nil, fmt.Errorf("log entry holds %T, not an intent", f)
+		}
+		evs, err := g.applyIntent(e, ci.Intent)
+		if err != nil {
+			return nil, fmt.Errorf("engine rejected logged intent %q: %w", e.IntentID, err)
+		}
+		return evs, nil
+	case entryFinish:
+		evs := g.engine.Finish(e.Loser, protocol.FinishReason(e.Reason))
+		g.afterChange(e.At)
+		return evs, nil
+	case entryPresence:
+		if e.Seat < 0 || e.Seat > 1 {
+			return nil, fmt.Errorf("presence for seat %d", e.Seat)
+		}
+		if e.Present {
+			g.absent.Since[e.Seat] = 0
+		} else {
+			g.absent.Since[e.Seat] = e.At
+		}
+		return nil, nil
+	}
+	return nil, fmt.Errorf("unknown log entry kind %d", e.Kind)
+}
+
+// applyIntent runs an intent (Concede is the server's: it finishes the
+// match); an error is the engine's rejection and changed nothing.
+func (g *grain) applyIntent(e logEntry, in protocol.Intent) ([]protocol.EventEnvelope, error) {
+	var evs []protocol.EventEnvelope
+	if _, concede := in.(protocol.Concede); concede {
+		evs = g.engine.Finish(e.Seat, protocol.FinishConceded)
+	} else {
+		var err error
+		if evs, err = g.engine.Execute(e.Seat, in); err != nil {
+			return nil, err
+		}
+	}
+	g.journal[journalKey{e.Seat, e.IntentID}] = journalEntry{Seat: e.Seat, IntentID: e.IntentID, EventSeq: g.engine.LastSeq()}
+	g.afterChange(e.At)
+	return evs, nil
+}
+
+func (g *grain) afterChange(at int64) {
+	if g.engine.IsFinished() {
+		g.clock.stop(at, g.deps.Timing)
+		return
+	}
+	g.clock.restart(g.engine.Decider(), at, g.deps.Timing)
+}
+
+// commit applies a server-side entry (finish, presence) and makes it durable.
+func (g *grain) commit(ctx actor.Context, e logEntry) ([]protocol.EventEnvelope, bool) {
+	evs, err := g.apply(e)
+	if err != nil {
+		g.log.Error("apply server command", "kind", int(e.Kind), "err", err)
+		g.halt(ctx)
+		return nil, false
+	}
+	return evs, g.persist(ctx, e, evs)
+}
+
+// persist appends an entry that is already applied in memory. Nothing is
+// sent to any seat before it returns true. On a store failure the activation
+// cannot know whether the write landed, and its memory is ahead of what it
+// can prove durable, so it halts and a fresh activation rebuilds from the log.
+func (g *grain) persist(ctx actor.Context, e logEntry, evs []protocol.EventEnvelope) bool {
+	payload, err := encodeInternal(e)
+	if err != nil {
+		g.log.Error("encode log entry", "err", err)
+		g.halt(ctx)
+		return false
+	}
+	sctx, cancel := g.storeCtx()
+	defer cancel()
+	start := time.Now()
+	err = g.deps.Store.Append(sctx, g.id, g.epoch, []persistence.LogEntry{{Seq: g.logSeq + 1, Payload: payload}})
+	if g.deps.Metrics != nil {
+		g.deps.Metrics.observeAppend(time.Since(start), err)
+	}
+	if err != nil {
+		if errors.Is(err, persistence.ErrFenced) {
+			g.log.Warn("fenced: a newer activation owns this match", "epoch", g.epoch)
+		} else {
+			g.log.Error("append failed", "log_seq", g.logSeq+1, "err", err)
+		}
+		g.halt(ctx)
+		return false
+	}
+	g.logSeq++
+	g.events = append(g.events, evs...)
+	g.sinceSS++
+	if g.sinceSS >= g.deps.Timing.SnapshotEvery || g.engine.IsFinished() {
+		g.snapshot(ctx)
+		if g.state != stateRunning {
+			return false
+		}
+	}
+	if g.engine.IsFinished() {
+		sctx, cancel := g.storeCtx()
+		defer cancel()
+		if err := g.deps.Store.MarkFinished(sctx, g.id, g.epoch); err != nil && !errors.Is(err, persistence.ErrFenced) {
+			g.log.Warn("mark finished", "err", err)
+		}
+		ctx.SetReceiveTimeout(g.deps.Timing.IdleStop)
+	}
+	return true
+}
+
+func (g *grain) snapshot(ctx actor.Context) {
+	state, err := g.engine.MarshalState()
+	if err != nil {
+		g.log.Error("marshal engine state", "err", err)
+		return
+	}
+	ss := grainSnapshot{Version: snapshotVersion, Engine: state, Clock: g.clock, Absent: g.absent}
+	ss.Journal = make([]journalEntry, 0, len(g.journal))
+	for _, j := range g.journal {
+		ss.Journal = append(ss.Journal, j)
+	}
+	data, err := encodeInternal(ss)
+	if err != nil {
+		g.log.Error("encode snapshot", "err", err)
+		return
+	}
+	sctx, cancel := g.storeCtx()
+	defer cancel()
+	if err := g.deps.Store.SaveSnapshot(sctx, g.id, g.epoch, persistence.Snapshot{Seq: g.logSeq, Data: data}); err != nil {
+		if errors.Is(err, persistence.ErrFenced) {
+			g.halt(ctx)
+			return
+		}
+		// A missing snapshot only lengthens the next recovery.
+		g.log.Warn("save snapshot", "log_seq", g.logSeq, "err", err)
+		return
+	}
+	g.sinceSS = 0
+}
+
+// halt stops this activation for good: it drops its state, tells its seats
+// to re-attach elsewhere and never answers again.
+func (g *grain) halt(ctx actor.Context) {
+	if g.state == stateRunning && g.deps.Metrics != nil {
+		g.deps.Metrics.ActiveGrains.Add(-1)
+	}
+	g.state = stateStopped
+	g.stopTimer()
+	for s, a := range g.seats {
+		if a != nil {
+			// No SeatDetached: the seat actor's keep-alive finds the new
+			// activation and re-attaches without the client noticing.
+			g.seats[s] = nil
+		}
+	}
+	g.engine = nil
+	g.events = nil
+	ctx.Stop(ctx.Self())
+}
+
+func (g *grain) stopTimer() {
+	if g.timer != nil {
+		g.timer.Stop()
+		g.timer = nil
+	}
+}
+
+func (g *grain) respond(ctx actor.Context, r *Reply) {
+	if ctx.Sender() == nil {
+		return
+	}
+	if g.engine != nil {
+		r.LastSeq = g.engine.LastSeq()
+	}
+	r.Epoch = g.epoch
+	ctx.Respond(envelope.Wrap(r))
+}
+
+func (g *grain) onMessage(ctx actor.Context, m *envelope.Msg) {
+	switch g.state {
+	case stateNotFound:
+		if _, ok := m.V.(*Reply); !ok {
+			g.respond(ctx, &Reply{Code: ReplyNotFound, Message: "match not found"})
+		}
+		return
+	case stateStopped, stateLoading:
+		g.respond(ctx, &Reply{Code: ReplyUnavailable, Message: "match is moving"})
+		return
+	}
+	switch v := m.V.(type) {
+	case *Wake:
+		g.respond(ctx, &Reply{Code: ReplyOK})
+	case *AttachSeat:
+		g.onAttach(ctx, v)
+	case *SubmitIntent:
+		g.onIntent(ctx, v)
+	case *ResyncSeat:
+		g.onResync(ctx, v)
+	case *DetachSeat:
+		g.onDetach(ctx, v)
+	case *SeatPing:
+		g.onSeatPing(ctx, v)
+	case *envelope.Unknown:
+		g.log.Warn("ignoring unknown message type", "type", v.Type)
+		g.respond(ctx, &Reply{Code: ReplyBadRequest, Message: "unknown message"})
+	default:
+		g.log.Warn("ignoring unexpected message", "type", fmt.Sprintf("%T", v))
+		g.respond(ctx, &Reply{Code: ReplyBadRequest, Message: "unexpected message"})
+	}
+}
+
+// attached returns the attachment of seat if sessionID holds it.
+func (g *grain) attached(seat int, sessionID string) *attachment {
+	if seat < 0 || seat > 1 {
+		return nil
+	}
+	a := g.seats[seat]
+	if a == nil || a.sessionID != sessionID {
+		return nil
+	}
+	a.lastSeen = g.now()
+	return a
+}

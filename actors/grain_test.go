@@ -1,0 +1,301 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+
+	mgcluster "github.com/matchgrain/matchgrain/cluster"
+	"github.com/matchgrain/matchgrain/persistence"
+	"github.com/matchgrain/matchgrain/persistence/pgtest"
+	"github.com/matchgrain/matchgrain/protocol"
+)
+
+// testNode is one real cluster member in this process (a single member is
+// race-clean; several are not, see PROTOACTOR.md §6) with the match kind, a
+// real embedded store and a gateway.
+type testNode struct {
+	node  *mgcluster.Node
+	gw    *Gateway
+	store *persistence.FaultyStore
+	rules Rules
+}
+
+func fastTiming() Timing {
+	t := DefaultTiming()
+	t.SeatKeepAlive = 100 * time.Millisecond
+	t.ClockInterval = time.Second
+	t.SnapshotEvery = 4
+	return t
+}
+
+// storeKinds are the stores the grain tests run against: the embedded one
+// and a real PostgreSQL (pgtest starts a throwaway server if needed).
+var storeKinds = []struct {
+	name string
+	open func(t *testing.T) persistence.Store
+}{
+	{"embedded", func(t *testing.T) persistence.Store {
+		s, err := persistence.OpenEmbedded(t.TempDir())
+		if err != nil {
+			t.Fatalf("open embedded store: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("close store: %v", err)
+			}
+		})
+		return s
+	}},
+	{"postgres", func(t *testing.T) persistence.Store { return pgtest.NewStore(t) }},
+}
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func startTestNode(t *testing.T, timing Timing) *testNode {
+	t.Helper()
+	return startTestNodeOn(t, timing, storeKinds[0].open(t))
+}
+
+func startTestNodeOn(t *testing.T, timing Timing, inner persistence.Store) *testNode {
+	t.Helper()
+	var err error
+	store := persistence.NewFaultyStore(inner)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.Default()
+	}
+	tn := &testNode{store: store, rules: toyRules{}}
+	kind, err := NewMatchKind(GrainDeps{
+		Store: store, Rules: tn.rules, Timing: timing, Logger: log,
+		Owner: func() string { return tn.node.ID() },
+	})
+	if err != nil {
+		t.Fatalf("match kind: %v", err)
+	}
+	tn.node, err = mgcluster.Start(mgcluster.Config{
+		NodeName: "t", ClusterName: "actors-test-" + t.Name(),
+		GossipAddr: "127.0.0.1:0", RemoteAddr: "127.0.0.1:0",
+		Kinds: []*pcluster.Kind{kind}, Logger: log,
+	})
+	if err != nil {
+		t.Fatalf("start node: %v", err)
+	}
+	tn.gw, err = NewGateway(GatewayConfig{
+		System: tn.node.System(), Cluster: tn.node, Store: store, Rules: tn.rules, Timing: timing, Logger: log,
+		RequestTimeout: time.Second, ReattachTimeout: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatalf("gateway: %v", err)
+	}
+	t.Cleanup(tn.node.Kill)
+	return tn
+}
+
+// frameSink collects one seat's frames, decoded.
+type frameSink struct {
+	frames   chan protocol.ServerFrame
+	detached chan DetachReason
+	bad      chan error
+}
+
+func newFrameSink() *frameSink {
+	return &frameSink{frames: make(chan protocol.ServerFrame, 4096), detached: make(chan DetachReason, 4), bad: make(chan error, 4)}
+}
+
+func (s *frameSink) Deliver(frames [][]byte) {
+	for _, b := range frames {
+		f, err := protocol.DecodeServerFrame(b)
+		if err != nil {
+			s.bad <- err
+			continue
+		}
+		s.frames <- f
+	}
+}
+
+func (s *frameSink) Detach(r DetachReason) { s.detached <- r }
+
+// next waits for the next frame that is not a ServerClock.
+func (s *frameSink) next(t *testing.T) protocol.ServerFrame {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case f := <-s.frames:
+			if _, ok := f.(*protocol.ServerClock); ok {
+				continue
+			}
+			return f
+		case err := <-s.bad:
+			t.Fatalf("undecodable frame: %v", err)
+		case <-deadline:
+			t.Fatalf("no frame within 10 s")
+		}
+	}
+}
+
+func expectFrame[T protocol.ServerFrame](t *testing.T, s *frameSink) T {
+	t.Helper()
+	f := s.next(t)
+	v, ok := f.(T)
+	if !ok {
+		var zero T
+		t.Fatalf("got %T %+v, want %T", f, f, zero)
+	}
+	return v
+}
+
+var ticketN int
+
+func (tn *testNode) open(t *testing.T, matchID string, seat int, resume int64) (*Seat, *frameSink) {
+	t.Helper()
+	ticketN++
+	sink := newFrameSink()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := tn.gw.OpenSeat(ctx, SeatRequest{MatchID: matchID, Seat: seat, TicketID: fmt.Sprintf("%s-%d", t.Name(), ticketN),
+		TicketExpires: time.Now().Add(time.Minute), ResumeFromSeq: resume}, sink)
+	if err != nil {
+		t.Fatalf("open seat %d: %v", seat, err)
+	}
+	t.Cleanup(func() { s.Close(false) })
+	return s, sink
+}
+
+func (tn *testNode) create(t *testing.T, seed uint64) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	id, err := tn.gw.CreateMatch(ctx, [2]string{"Ann", "Bob"}, [2]string{"S1", "S2"}, &seed)
+	if err != nil {
+		t.Fatalf("create match: %v", err)
+	}
+	return id
+}
+
+func sendIntent(t *testing.T, s *Seat, id string, based int64, in protocol.Intent) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Intent(ctx, id, based, in); err != nil {
+		t.Fatalf("intent %s: %v", id, err)
+	}
+}
+
+func TestGrainHandshakeIntentsAndDuplicates(t *testing.T) {
+	tn := startTestNode(t, fastTiming())
+	id := tn.create(t, 0) // seat 0 decides first
+	s0, k0 := tn.open(t, id, 0, 0)
+	hello := expectFrame[*protocol.ServerHello](t, k0)
+	if hello.MatchID != id || hello.PlayerIndex != 0 || hello.Resumed || hello.EventSeq != 1 {
+		t.Fatalf("hello = %+v", hello)
+	}
+	snap := expectFrame[*protocol.ServerSnapshot](t, k0)
+	if snap.View.MatchID != id || snap.View.EventSeq != 1 || snap.View.Players[1].Name != "Bob" {
+		t.Fatalf("snapshot view = %+v", snap.View)
+	}
+	if n := len(snap.View.LegalIntents); n != 2 || snap.View.LegalIntents[1].IntentKind() != protocol.IntentConcede {
+		t.Fatalf("legal intents = %v, want EndTurn and Concede", snap.View.LegalIntents)
+	}
+	_, k1 := tn.open(t, id, 1, 0)
+	expectFrame[*protocol.ServerHello](t, k1)
+	expectFrame[*protocol.ServerSnapshot](t, k1)
+
+	sendIntent(t, s0, "a-1", 1, protocol.EndTurn{})
+	res := expectFrame[*protocol.ServerIntentResult](t, k0)
+	if !res.Accepted || res.Duplicate || res.EventSeq != 4 {
+		t.Fatalf("result = %+v, want accepted at seq 4", res)
+	}
+	evs := expectFrame[*protocol.ServerEvents](t, k0)
+	if evs.FromSeq != 2 || evs.ToSeq != 4 || len(evs.Events) != 2 {
+		t.Fatalf("seat 0 events = %+v, want 2..4 with the owner-only event hidden", evs)
+	}
+	if d := evs.Events[1].Event.(*protocol.CardsDrawnEvent); len(d.Cards) != 0 {
+		t.Fatalf("seat 0 saw seat 1's drawn card: %+v", d)
+	}
+	evs1 := expectFrame[*protocol.ServerEvents](t, k1)
+	if evs1.FromSeq != 2 || evs1.ToSeq != 4 || len(evs1.Events) != 3 {
+		t.Fatalf("seat 1 events = %+v, want all 3", evs1)
+	}
+
+	// The same intent id again: stored result, duplicate, no events.
+	sendIntent(t, s0, "a-1", 1, protocol.EndTurn{})
+	dup := expectFrame[*protocol.ServerIntentResult](t, k0)
+	if !dup.Accepted || !dup.Duplicate || dup.EventSeq != 4 {
+		t.Fatalf("duplicate result = %+v", dup)
+	}
+	// Not seat 0's decision any more.
+	sendIntent(t, s0, "a-2", 4, protocol.EndTurn{})
+	rej := expectFrame[*protocol.ServerIntentResult](t, k0)
+	if rej.Accepted || rej.Code != protocol.RejectNotYourTurn || rej.EventSeq != 4 {
+		t.Fatalf("rejection = %+v", rej)
+	}
+	select {
+	case f := <-k0.frames:
+		if _, ok := f.(*protocol.ServerClock); !ok {
+			t.Fatalf("unexpected frame after rejection: %T %+v", f, f)
+		}
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+func TestGrainTicketIsSingleUse(t *testing.T) {
+	tn := startTestNode(t, fastTiming())
+	id := tn.create(t, 0)
+	req := SeatRequest{MatchID: id, Seat: 0, TicketID: "once", TicketExpires: time.Now().Add(time.Minute)}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := tn.gw.OpenSeat(ctx, req, newFrameSink())
+	if err != nil {
+		t.Fatalf("first open: %v", err)
+	}
+	defer s.Close(false)
+	if _, err := tn.gw.OpenSeat(ctx, req, newFrameSink()); !errors.Is(err, ErrTicketUsed) {
+		t.Fatalf("second open with the same ticket: %v, want ErrTicketUsed", err)
+	}
+	if _, err := tn.gw.OpenSeat(ctx, SeatRequest{MatchID: "nope", Seat: 0, TicketID: "x"}, newFrameSink()); !errors.Is(err, ErrMatchNotFound) {
+		t.Fatalf("unknown match: %v, want ErrMatchNotFound", err)
+	}
+}
+
+func TestGrainTakeoverDetachesOldSeat(t *testing.T) {
+	tn := startTestNode(t, fastTiming())
+	id := tn.create(t, 0)
+	old, k0 := tn.open(t, id, 0, 0)
+	expectFrame[*protocol.ServerHello](t, k0)
+	s2, k2 := tn.open(t, id, 0, 1)
+	h := expectFrame[*protocol.ServerHello](t, k2)
+	if !h.Resumed {
+		t.Fatalf("resume from the current seq should be served by the journal: %+v", h)
+	}
+	up := expectFrame[*protocol.ServerEvents](t, k2)
+	if up.FromSeq != 2 || up.ToSeq != 1 || len(up.Events) != 0 {
+		t.Fatalf("up-to-date resume = %+v, want empty 2..1", up)
+	}
+	select {
+	case r := <-k0.detached:
+		if r != DetachReplaced {
+			t.Fatalf("detach reason %d, want replaced", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("old seat was not detached")
+	}
+	// The replaced attachment can no longer act; the new one can.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := old.Intent(ctx, "old-1", 1, protocol.EndTurn{}); !errors.Is(err, ErrDetached) {
+		t.Fatalf("replaced seat's intent: %v, want ErrDetached", err)
+	}
+	sendIntent(t, s2, "new-1", 1, protocol.EndTurn{})
+	res := expectFrame[*protocol.ServerIntentResult](t, k2)
+	if !res.Accepted || res.EventSeq != 4 {
+		t.Fatalf("new seat's intent: %+v", res)
+	}
+}

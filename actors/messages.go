@@ -1,0 +1,132 @@
+package actors
+
+import "github.com/matchgrain/matchgrain/actors/envelope"
+
+// MatchKind is the cluster kind of match grains.
+const MatchKind = "match"
+
+// The messages below travel between an edge seat actor (or Gateway) and a
+// match grain, wrapped in envelope.Msg. They are internal to the cluster:
+// members trust each other, clients never produce them directly.
+
+// Wake activates a match grain (after creation, or by the reclaimer for
+// orphaned matches) so that its timers run without any client.
+type Wake struct{}
+
+// AttachSeat attaches a seat actor to a seat. A first attach carries a ticket
+// id that the grain consumes durably; a re-attach (the grain moved while the
+// connection stayed up) carries none.
+type AttachSeat struct {
+	Seat            int
+	TicketID        string
+	TicketExpiresMs int64
+	ResumeFromSeq   int64
+	Reattach        bool
+	SessionAddr     string
+	SessionID       string
+}
+
+// SubmitIntent carries one intent of an attached seat; Frame is the encoded
+// ClientIntent frame (the edge already decoded and bounded it once).
+type SubmitIntent struct {
+	Seat      int
+	SessionID string
+	Frame     []byte
+}
+
+// ResyncSeat asks for events from FromSeq (inclusive) or a snapshot.
+type ResyncSeat struct {
+	Seat      int
+	SessionID string
+	FromSeq   int64
+	Full      bool
+}
+
+// DetachSeat ends an attachment (the connection closed).
+type DetachSeat struct {
+	Seat      int
+	SessionID string
+	Leave     bool
+}
+
+// SeatPing is the seat actor's keep-alive; the reply says whether the grain
+// still holds this attachment and how far the match is.
+type SeatPing struct {
+	Seat      int
+	SessionID string
+}
+
+// ReplyCode classifies a grain's Reply.
+type ReplyCode int
+
+// Reply codes.
+const (
+	ReplyOK ReplyCode = iota
+	ReplyNotFound
+	ReplyTicketUsed
+	ReplyNotAttached
+	ReplyUnavailable
+	ReplyBadRequest
+	// ReplyReplaced: a re-attach found another connection on the seat; the
+	// re-attaching one was replaced and must close (4409).
+	ReplyReplaced
+)
+
+// Reply answers every request to a grain.
+type Reply struct {
+	Code    ReplyCode
+	Message string
+	Epoch   int64
+	LastSeq int64
+}
+
+// OutFrame is one encoded server frame for a seat. ToSeq is the last event
+// seq the frame brings the seat to (events and snapshots), 0 for others, so a
+// seat actor can drop a batch it already has.
+type OutFrame struct {
+	Data  []byte
+	ToSeq int64
+}
+
+// SeatFrames pushes frames from a grain to one seat actor, in order.
+// Initial marks the frames that answer an AttachSeat, Requested those that
+// answer a ResyncSeat: only unrequested event batches may be dropped as
+// duplicates by the seat actor.
+type SeatFrames struct {
+	Epoch     int64
+	Initial   bool
+	Requested bool
+	Frames    []OutFrame
+}
+
+// SeatDetached tells a seat actor that the grain dropped its attachment.
+type SeatDetached struct {
+	Epoch  int64
+	Reason DetachReason
+}
+
+// DetachReason says why a seat lost its attachment.
+type DetachReason int
+
+// Detach reasons.
+const (
+	// DetachReplaced: another connection took the seat (close 4409).
+	DetachReplaced DetachReason = iota + 1
+	// DetachUnavailable: the grain is gone and re-attaching failed; the
+	// client should reconnect and resume (close 4500).
+	DetachUnavailable
+	// DetachShutdown: this node is draining.
+	DetachShutdown
+)
+
+func init() {
+	envelope.Register("mg.Wake", func() any { return &Wake{} })
+	envelope.Register("mg.AttachSeat", func() any { return &AttachSeat{} })
+	envelope.Register("mg.SubmitIntent", func() any { return &SubmitIntent{} })
+	envelope.Register("mg.ResyncSeat", func() any { return &ResyncSeat{} })
+	envelope.Register("mg.DetachSeat", func() any { return &DetachSeat{} })
+	envelope.Register("mg.SeatPing", func() any { return &SeatPing{} })
+	envelope.Register("mg.Reply", func() any { return &Reply{} })
+	envelope.Register("mg.SeatFrames", func() any { return &SeatFrames{} })
+	envelope.Register("mg.SeatDetached", func() any { return &SeatDetached{} })
+}

@@ -1,0 +1,215 @@
+package actors
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/matchgrain/matchgrain/persistence"
+	"github.com/matchgrain/matchgrain/protocol"
+)
+
+// waitSeq reads frames until the seat has caught up to seq through events or
+// a snapshot, failing on any intent result (none is expected meanwhile).
+func waitSeq(t *testing.T, k *frameSink, seq int64) {
+	t.Helper()
+	for {
+		switch f := k.next(t).(type) {
+		case *protocol.ServerEvents:
+			if f.ToSeq >= seq {
+				return
+			}
+		case *protocol.ServerSnapshot:
+			if f.View.EventSeq >= seq {
+				return
+			}
+		case *protocol.ServerIntentResult:
+			t.Fatalf("unexpected intent result %+v", f)
+		}
+	}
+}
+
+func fullView(t *testing.T, s *Seat, k *frameSink) protocol.MatchView {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Resync(ctx, 0, true); err != nil {
+		t.Fatalf("resync: %v", err)
+	}
+	for {
+		if snap, ok := k.next(t).(*protocol.ServerSnapshot); ok {
+			return snap.View
+		}
+	}
+}
+
+// A write that landed but whose acknowledgement was lost: the activation
+// halts without answering, a new one rebuilds from the log, and the re-sent
+// intent is a duplicate, not a second application.
+func TestGrainLostAppendAckIsNotAppliedTwice(t *testing.T) {
+	for _, sk := range storeKinds {
+		t.Run(sk.name, func(t *testing.T) { testLostAppendAck(t, startTestNodeOn(t, fastTiming(), sk.open(t))) })
+	}
+}
+
+func testLostAppendAck(t *testing.T, tn *testNode) {
+	id := tn.create(t, 0)
+	s0, k0 := tn.open(t, id, 0, 0)
+	expectFrame[*protocol.ServerHello](t, k0)
+	expectFrame[*protocol.ServerSnapshot](t, k0)
+
+	tn.store.LoseReplyNext(persistence.MethodAppend, 1, nil)
+	sendIntent(t, s0, "x", 1, protocol.EndTurn{})
+	// No result from the halted activation; the seat re-attaches to the
+	// new one and catches up with the events of the landed write.
+	waitSeq(t, k0, 4)
+
+	sendIntent(t, s0, "x", 1, protocol.EndTurn{})
+	res := expectFrame[*protocol.ServerIntentResult](t, k0)
+	if !res.Accepted || !res.Duplicate || res.EventSeq != 4 {
+		t.Fatalf("re-sent intent: %+v, want a duplicate of seq 4", res)
+	}
+	if v := fullView(t, s0, k0); v.TurnNumber != 1 || v.EventSeq != 4 {
+		t.Fatalf("after recovery: turn %d seq %d, want turn 1 seq 4 (applied once)", v.TurnNumber, v.EventSeq)
+	}
+}
+
+// Another activation claims the match: the old one is fenced at its next
+// write, answers nothing more, and the seat continues on the new one where
+// the re-sent intent is applied exactly once.
+func TestGrainFencedActivationStops(t *testing.T) {
+	for _, sk := range storeKinds {
+		t.Run(sk.name, func(t *testing.T) { testFenced(t, startTestNodeOn(t, fastTiming(), sk.open(t))) })
+	}
+}
+
+func testFenced(t *testing.T, tn *testNode) {
+	id := tn.create(t, 0)
+	s0, k0 := tn.open(t, id, 0, 0)
+	expectFrame[*protocol.ServerHello](t, k0)
+	expectFrame[*protocol.ServerSnapshot](t, k0)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rec, err := tn.store.Inner().Claim(ctx, id, "intruder")
+	if err != nil {
+		t.Fatalf("intruding claim: %v", err)
+	}
+	sendIntent(t, s0, "y", 1, protocol.EndTurn{})
+	// The fenced activation must not acknowledge "y"; the seat moves on to
+	// a newer activation (epoch > the intruder's).
+	deadline := time.After(3 * time.Second)
+	for waiting := true; waiting; {
+		select {
+		case f := <-k0.frames:
+			if r, ok := f.(*protocol.ServerIntentResult); ok {
+				t.Fatalf("fenced activation answered: %+v", r)
+			}
+		case <-deadline:
+			waiting = false
+		}
+	}
+	if e := tn.seatEpoch(s0); e <= rec.Epoch {
+		t.Fatalf("seat still on epoch %d, intruder claimed %d", e, rec.Epoch)
+	}
+	sendIntent(t, s0, "y", 1, protocol.EndTurn{})
+	res := expectFrame[*protocol.ServerIntentResult](t, k0)
+	if !res.Accepted || res.Duplicate || res.EventSeq != 4 {
+		t.Fatalf("re-sent intent on the new activation: %+v", res)
+	}
+}
+
+func (tn *testNode) seatEpoch(s *Seat) int64 { return s.epoch.Load() }
+
+func TestGrainDecisionTimeoutEndsMatch(t *testing.T) {
+	timing := fastTiming()
+	timing.DecisionTime = 150 * time.Millisecond
+	timing.BankTime = 200 * time.Millisecond
+	tn := startTestNode(t, timing)
+	id := tn.create(t, 0)
+	start := time.Now()
+	_, k0 := tn.open(t, id, 0, 0)
+	_, k1 := tn.open(t, id, 1, 0)
+	for _, k := range []*frameSink{k0, k1} {
+		fin := waitFinished(t, k)
+		if fin.Winner != 1 || fin.Reason != protocol.FinishTimeout {
+			t.Fatalf("finished = %+v, want seat 1 winning on timeout", fin)
+		}
+	}
+	if el := time.Since(start); el < 300*time.Millisecond {
+		t.Fatalf("timeout fired after %v, before decision+bank (350 ms)", el)
+	}
+}
+
+func TestGrainAbsenceEndsMatch(t *testing.T) {
+	timing := fastTiming()
+	timing.AbsenceTimeout = 400 * time.Millisecond
+	tn := startTestNode(t, timing)
+	id := tn.create(t, 1)
+	_, k0 := tn.open(t, id, 0, 0) // seat 1 never connects
+	fin := waitFinished(t, k0)
+	if fin.Winner != 0 || fin.Reason != protocol.FinishAbsence {
+		t.Fatalf("finished = %+v, want seat 0 winning by absence", fin)
+	}
+	// A finished match still answers a hello: snapshot with isFinished.
+	s1, k1 := tn.open(t, id, 1, fin.seq)
+	h := expectFrame[*protocol.ServerHello](t, k1)
+	snap := expectFrame[*protocol.ServerSnapshot](t, k1)
+	if h.Resumed || !snap.View.IsFinished || snap.View.Winner != 0 {
+		t.Fatalf("hello %+v / view finished=%v winner=%d", h, snap.View.IsFinished, snap.View.Winner)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s1.Intent(ctx, "late", snap.View.EventSeq, protocol.EndTurn{}); err != nil {
+		t.Fatalf("late intent: %v", err)
+	}
+	if r := expectFrame[*protocol.ServerIntentResult](t, k1); r.Code != protocol.RejectMatchFinished {
+		t.Fatalf("late intent result %+v, want MatchFinished", r)
+	}
+}
+
+func TestGrainSendsClockPeriodically(t *testing.T) {
+	timing := fastTiming()
+	timing.ClockInterval = 100 * time.Millisecond
+	tn := startTestNode(t, timing)
+	id := tn.create(t, 0)
+	_, k0 := tn.open(t, id, 0, 0)
+	clocks := 0
+	var last protocol.ClockView
+	deadline := time.After(700 * time.Millisecond)
+	for waiting := true; waiting; {
+		select {
+		case f := <-k0.frames:
+			if c, ok := f.(*protocol.ServerClock); ok {
+				clocks++
+				last = c.Clock
+			}
+		case <-deadline:
+			waiting = false
+		}
+	}
+	if clocks < 5 {
+		t.Fatalf("%d ServerClock frames in 700 ms at a 100 ms interval", clocks)
+	}
+	if !last.IsRunning || last.DecisionPlayer != 0 || last.TurnDeadlineMs == 0 || last.Bank0Ms != timing.BankTime.Milliseconds() {
+		t.Fatalf("clock = %+v", last)
+	}
+}
+
+type finished struct {
+	protocol.GameFinishedEvent
+	seq int64
+}
+
+func waitFinished(t *testing.T, k *frameSink) finished {
+	t.Helper()
+	for {
+		if evs, ok := k.next(t).(*protocol.ServerEvents); ok {
+			for _, e := range evs.Events {
+				if g, ok := e.Event.(*protocol.GameFinishedEvent); ok {
+					return finished{*g, e.Seq}
+				}
+			}
+		}
+	}
+}

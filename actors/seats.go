@@ -1,0 +1,298 @@
+package actors
+
+import (
+	"errors"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/matchgrain/matchgrain/actors/envelope"
+	"github.com/matchgrain/matchgrain/persistence"
+	"github.com/matchgrain/matchgrain/protocol"
+)
+
+// keepAliveMisses is how many seat keep-alives may go missing before the
+// grain treats the seat's transport as gone (its edge died or lost the link).
+const keepAliveMisses = 3
+
+func (g *grain) onAttach(ctx actor.Context, m *AttachSeat) {
+	if m.Seat < 0 || m.Seat > 1 || m.SessionID == "" || m.SessionAddr == "" {
+		g.respond(ctx, &Reply{Code: ReplyBadRequest, Message: "bad seat"})
+		return
+	}
+	if !m.Reattach {
+		sctx, cancel := g.storeCtx()
+		err := g.deps.Store.ConsumeTicket(sctx, m.TicketID, time.UnixMilli(m.TicketExpiresMs))
+		cancel()
+		if errors.Is(err, persistence.ErrTicketUsed) {
+			g.respond(ctx, &Reply{Code: ReplyTicketUsed, Message: "ticket already used"})
+			return
+		}
+		if err != nil {
+			g.log.Error("consume ticket", "seat", m.Seat, "err", err)
+			g.respond(ctx, &Reply{Code: ReplyUnavailable, Message: "store unavailable"})
+			return
+		}
+	}
+	if cur := g.seats[m.Seat]; m.Reattach && cur != nil && cur.sessionID != m.SessionID {
+		// A re-attach never overrides a live attachment: the live one came
+		// with a fresh ticket, so it is the newer connection.
+		g.respond(ctx, &Reply{Code: ReplyReplaced, Message: "seat taken by another connection"})
+		return
+	}
+	pid := actor.NewPID(m.SessionAddr, m.SessionID)
+	if old := g.seats[m.Seat]; old != nil && old.sessionID != m.SessionID {
+		ctx.Send(old.pid, envelope.Wrap(&SeatDetached{Epoch: g.epoch, Reason: DetachReplaced}))
+	}
+	g.seats[m.Seat] = &attachment{pid: pid, sessionID: m.SessionID, lastSeen: g.now()}
+	if g.absent.Since[m.Seat] != 0 && !g.engine.IsFinished() {
+		if _, ok := g.commit(ctx, logEntry{Kind: entryPresence, At: g.now(), Seat: m.Seat, Present: true}); !ok {
+			return
+		}
+	}
+	g.absent.Since[m.Seat] = 0
+
+	var frames []OutFrame
+	resumed := !g.engine.IsFinished() && m.ResumeFromSeq > 0 &&
+		m.ResumeFromSeq+1 >= g.journalFrom && m.ResumeFromSeq <= g.engine.LastSeq()
+	if !m.Reattach {
+		frames = append(frames, g.frame(&protocol.ServerHello{
+			ProtocolVersion: protocol.Version, MatchID: g.id, PlayerIndex: m.Seat, Resumed: resumed,
+			EventSeq: g.engine.LastSeq(), ServerTimeMs: g.now(),
+		}, 0))
+	}
+	if resumed {
+		frames = append(frames, g.eventsFrame(m.Seat, m.ResumeFromSeq+1))
+	} else {
+		frames = append(frames, g.snapshotFrame(m.Seat))
+	}
+	frames = append(frames, g.clockFrame())
+	ctx.Send(pid, envelope.Wrap(&SeatFrames{Epoch: g.epoch, Initial: true, Frames: frames}))
+	g.respond(ctx, &Reply{Code: ReplyOK})
+	g.scheduleTick(ctx)
+}
+
+func (g *grain) onIntent(ctx actor.Context, m *SubmitIntent) {
+	a := g.attached(m.Seat, m.SessionID)
+	if a == nil {
+		g.respond(ctx, &Reply{Code: ReplyNotAttached, Message: "seat not attached"})
+		return
+	}
+	g.respond(ctx, &Reply{Code: ReplyOK})
+	f, err := protocol.DecodeClientFrame(m.Frame)
+	ci, ok := f.(*protocol.ClientIntent)
+	if err != nil || !ok || ci.Intent == nil {
+		// The edge validated this frame; a failure here is a bug upstream.
+		g.log.Warn("undecodable intent frame from edge", "seat", m.Seat, "err", err)
+		return
+	}
+	key := journalKey{m.Seat, ci.IntentID}
+	if j, ok := g.journal[key]; ok {
+		g.sendResult(ctx, a, protocol.ServerIntentResult{IntentID: ci.IntentID, Accepted: true, EventSeq: j.EventSeq, Duplicate: true})
+		return
+	}
+	if r, ok := g.rejected[key]; ok {
+		r.Duplicate = true
+		g.sendResult(ctx, a, r)
+		return
+	}
+	if code, reason := g.precheck(m.Seat, ci); code != protocol.RejectNone {
+		g.reject(ctx, a, key, ci, code, reason)
+		return
+	}
+	e := logEntry{Kind: entryIntent, At: g.now(), Seat: m.Seat, IntentID: ci.IntentID, Frame: m.Frame}
+	evs, err := g.applyIntent(e, ci.Intent)
+	if err != nil {
+		code, reason := g.deps.Rules.RejectCode(err)
+		if code == protocol.RejectIllegal && ci.BasedOnSeq < g.engine.LastSeq() {
+			// The client decided on an old state: it must resync (seed §4.3).
+			code = protocol.RejectStale
+		}
+		g.reject(ctx, a, key, ci, code, reason)
+		return
+	}
+	if !g.persist(ctx, e, evs) {
+		return
+	}
+	if g.deps.Metrics != nil {
+		g.deps.Metrics.IntentsAccepted.Add(1)
+	}
+	res := protocol.ServerIntentResult{IntentID: ci.IntentID, Accepted: true, EventSeq: g.engine.LastSeq()}
+	// Every accepted intent restarts the decision clock, so the clock goes too.
+	g.broadcast(ctx, evs, m.Seat, &res, true)
+}
+
+// precheck applies the checks that come before the engine (PROTOCOL.md §4.3).
+func (g *grain) precheck(seat int, ci *protocol.ClientIntent) (protocol.IntentRejectCode, string) {
+	if g.engine.IsFinished() {
+		return protocol.RejectMatchFinished, "match finished"
+	}
+	if _, concede := ci.Intent.(protocol.Concede); concede {
+		return protocol.RejectNone, ""
+	}
+	if g.engine.Decider() != seat {
+		return protocol.RejectNotYourTurn, "the other player decides"
+	}
+	return protocol.RejectNone, ""
+}
+
+func (g *grain) reject(ctx actor.Context, a *attachment, key journalKey, ci *protocol.ClientIntent, code protocol.IntentRejectCode, reason string) {
+	r := protocol.ServerIntentResult{IntentID: ci.IntentID, Code: code, Reason: reason, EventSeq: g.engine.LastSeq()}
+	if len(g.rejected) < maxRejectedRemembered {
+		g.rejected[key] = r
+	}
+	if g.deps.Metrics != nil {
+		g.deps.Metrics.IntentsRejected.Add(1)
+	}
+	g.sendResult(ctx, a, r)
+}
+
+func (g *grain) sendResult(ctx actor.Context, a *attachment, r protocol.ServerIntentResult) {
+	ctx.Send(a.pid, envelope.Wrap(&SeatFrames{Epoch: g.epoch, Frames: []OutFrame{g.frame(&r, 0)}}))
+}
+
+// broadcast sends the result (to seat only) and then the events of one batch
+// to every attached seat, each through its own projection. A seat gets the
+// whole batch range even when it may see none of its events (PROTOCOL.md §9.4).
+func (g *grain) broadcast(ctx actor.Context, evs []protocol.EventEnvelope, seat int, res *protocol.ServerIntentResult, deciderChanged bool) {
+	for s, a := range g.seats {
+		if a == nil {
+			continue
+		}
+		var frames []OutFrame
+		if res != nil && s == seat {
+			frames = append(frames, g.frame(res, 0))
+		}
+		if len(evs) > 0 {
+			frames = append(frames, g.batchFrame(s, evs))
+		}
+		if deciderChanged || g.engine.IsFinished() {
+			frames = append(frames, g.clockFrame())
+		}
+		if len(frames) > 0 {
+			ctx.Send(a.pid, envelope.Wrap(&SeatFrames{Epoch: g.epoch, Frames: frames}))
+		}
+	}
+	if deciderChanged {
+		g.lastClockSent = g.now()
+	}
+	g.scheduleTick(ctx)
+}
+
+func (g *grain) onResync(ctx actor.Context, m *ResyncSeat) {
+	a := g.attached(m.Seat, m.SessionID)
+	if a == nil {
+		g.respond(ctx, &Reply{Code: ReplyNotAttached, Message: "seat not attached"})
+		return
+	}
+	g.respond(ctx, &Reply{Code: ReplyOK})
+	var f OutFrame
+	if m.Full || m.FromSeq < g.journalFrom || m.FromSeq < 1 {
+		f = g.snapshotFrame(m.Seat)
+	} else {
+		f = g.eventsFrame(m.Seat, m.FromSeq)
+	}
+	ctx.Send(a.pid, envelope.Wrap(&SeatFrames{Epoch: g.epoch, Requested: true, Frames: []OutFrame{f}}))
+}
+
+func (g *grain) onDetach(ctx actor.Context, m *DetachSeat) {
+	if g.attached(m.Seat, m.SessionID) == nil {
+		g.respond(ctx, &Reply{Code: ReplyOK})
+		return
+	}
+	g.seats[m.Seat] = nil
+	g.markAbsent(ctx, m.Seat)
+	g.respond(ctx, &Reply{Code: ReplyOK})
+}
+
+func (g *grain) markAbsent(ctx actor.Context, seat int) {
+	if g.engine.IsFinished() || g.absent.Since[seat] != 0 {
+		return
+	}
+	if _, ok := g.commit(ctx, logEntry{Kind: entryPresence, At: g.now(), Seat: seat, Present: false}); ok {
+		g.scheduleTick(ctx)
+	}
+}
+
+func (g *grain) onSeatPing(ctx actor.Context, m *SeatPing) {
+	if g.attached(m.Seat, m.SessionID) == nil {
+		g.respond(ctx, &Reply{Code: ReplyNotAttached, Message: "seat not attached"})
+		return
+	}
+	g.respond(ctx, &Reply{Code: ReplyOK})
+}
+
+// onTick fires overdue deadlines, drops seats whose edge went silent, sends
+// the periodic ServerClock and schedules the next tick.
+func (g *grain) onTick(ctx actor.Context) {
+	g.timer = nil
+	if g.state != stateRunning {
+		return
+	}
+	now := g.now()
+	stale := now - keepAliveMisses*g.deps.Timing.SeatKeepAlive.Milliseconds()
+	for s, a := range g.seats {
+		if a != nil && a.lastSeen < stale {
+			g.log.Info("seat transport lost", "seat", s)
+			g.seats[s] = nil
+			g.markAbsent(ctx, s)
+			if g.state != stateRunning {
+				return
+			}
+		}
+	}
+	if !g.engine.IsFinished() {
+		if at := g.clock.timeoutAt(g.deps.Timing); at > 0 && at <= now {
+			g.finish(ctx, g.clock.Decider, protocol.FinishTimeout, now)
+		} else if loser, ok := g.absent.due(now, g.deps.Timing); ok {
+			g.finish(ctx, loser, protocol.FinishAbsence, now)
+		}
+		if g.state != stateRunning {
+			return
+		}
+	}
+	if !g.engine.IsFinished() && now-g.lastClockSent >= g.deps.Timing.ClockInterval.Milliseconds() {
+		g.lastClockSent = now
+		f := g.clockFrame()
+		for _, a := range g.seats {
+			if a != nil {
+				ctx.Send(a.pid, envelope.Wrap(&SeatFrames{Epoch: g.epoch, Frames: []OutFrame{f}}))
+			}
+		}
+	}
+	g.scheduleTick(ctx)
+}
+
+func (g *grain) finish(ctx actor.Context, loser int, reason protocol.FinishReason, now int64) {
+	g.log.Info("match ends by server decision", "loser", loser, "reason", int(reason))
+	evs, ok := g.commit(ctx, logEntry{Kind: entryFinish, At: now, Loser: loser, Reason: int(reason)})
+	if !ok {
+		return
+	}
+	g.broadcast(ctx, evs, -1, nil, true)
+}
+
+// scheduleTick arms one timer for the earliest thing the grain must do by
+// itself: a timeout, an absence loss, the next ServerClock, or a keep-alive check.
+func (g *grain) scheduleTick(ctx actor.Context) {
+	if g.state != stateRunning {
+		return
+	}
+	now := g.now()
+	t := g.deps.Timing
+	next := now + t.SeatKeepAlive.Milliseconds()
+	if !g.engine.IsFinished() {
+		consider := func(at int64) {
+			if at > 0 && at < next {
+				next = at
+			}
+		}
+		consider(g.clock.timeoutAt(t))
+		consider(g.absent.next(t))
+		consider(g.lastClockSent + t.ClockInterval.Milliseconds())
+	}
+	g.stopTimer()
+	d := max(time.Duration(next-now)*time.Millisecond, time.Millisecond)
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	g.timer = time.AfterFunc(d, func() { root.Send(self, &tick{}) })
+}

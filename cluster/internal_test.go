@@ -1,0 +1,128 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/matchgrain/matchgrain/actors/envelope"
+)
+
+func TestMemberlistLogLevels(t *testing.T) {
+	tests := []struct {
+		line, level, msg string
+	}{
+		{"[DEBUG] memberlist: Stream connection from=1.2.3.4", "DEBUG", "Stream connection from=1.2.3.4"},
+		{"[INFO] memberlist: Suspect x has failed, no acks received", "INFO", "Suspect x has failed, no acks received"},
+		{"[WARN] memberlist: Refuting a suspect message (from: y)", "WARN", "Refuting a suspect message (from: y)"},
+		{"[ERR] memberlist: Push/Pull with z failed: EOF", "WARN", "Push/Pull with z failed: EOF"},
+		{"no tag at all", "INFO", "no tag at all"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.level+" "+tt.msg, func(t *testing.T) {
+			var buf bytes.Buffer
+			l := newMemberlistLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+			l.Println(tt.line)
+			out := buf.String()
+			if !strings.Contains(out, "level="+tt.level) || !strings.Contains(out, tt.msg) || !strings.Contains(out, "lib=memberlist") {
+				t.Fatalf("logged %q, want level %s and message %q", out, tt.level, tt.msg)
+			}
+			if strings.Contains(out, "memberlist: ") {
+				t.Fatalf("prefix not stripped: %q", out)
+			}
+		})
+	}
+}
+
+func TestQuietHandler(t *testing.T) {
+	var buf bytes.Buffer
+	l := slog.New(quietHandler{inner: slog.NewTextHandler(&buf, nil), min: slog.LevelWarn}).With(slog.String("lib", "protoactor"))
+	l.Info("Started partition manager")
+	l.Error("cluster.RequestFuture failed")
+	l.Error("EndpointWriter failed to connect")
+	l.Error("something real")
+	out := buf.String()
+	if strings.Contains(out, "partition") || strings.Contains(out, "RequestFuture") || strings.Contains(out, "EndpointWriter") {
+		t.Fatalf("noise passed: %q", out)
+	}
+	if !strings.Contains(out, "something real") || !strings.Contains(out, "lib=protoactor") {
+		t.Fatalf("real error dropped: %q", out)
+	}
+}
+
+func TestBackoffIsBoundedAndJittered(t *testing.T) {
+	n := &Node{cfg: Config{Retry: Backoff{Initial: 10 * time.Millisecond, Max: 80 * time.Millisecond}}}
+	for retry, limit := range []time.Duration{10, 20, 40, 80, 80, 80} {
+		limit *= time.Millisecond
+		distinct := map[time.Duration]bool{}
+		for range 200 {
+			d := n.backoff(retry)
+			if d < 0 || d > limit {
+				t.Fatalf("backoff(%d) = %v, want within [0, %v]", retry, d, limit)
+			}
+			distinct[d] = true
+		}
+		if len(distinct) < 10 {
+			t.Fatalf("backoff(%d) has %d distinct values in 200 draws: not jittered", retry, len(distinct))
+		}
+	}
+	if d := n.backoff(1000); d > 80*time.Millisecond {
+		t.Fatalf("backoff(1000) = %v overflows the cap", d)
+	}
+}
+
+type registeredMsg struct{ A int }
+
+type unregisteredMsg struct{ A int }
+
+func init() {
+	envelope.Register("cluster.internal_test.registered", func() any { return new(registeredMsg) })
+}
+
+func TestWireMessage(t *testing.T) {
+	pid := actor.NewPID("127.0.0.1:1", "x")
+	tests := []struct {
+		name    string
+		msg     any
+		wantErr error
+		check   func(any) bool
+	}{
+		{"protobuf passes as is", pid, nil, func(v any) bool { return v == any(pid) }},
+		{"envelope passes as is", envelope.Wrap(&registeredMsg{1}), nil, func(v any) bool { _, ok := v.(*envelope.Msg); return ok }},
+		{"registered value is wrapped", &registeredMsg{1}, nil, func(v any) bool {
+			m, ok := v.(*envelope.Msg)
+			return ok && m.Type == "cluster.internal_test.registered"
+		}},
+		{"unregistered value is refused", &unregisteredMsg{1}, ErrNotSerializable, nil},
+		{"nil is refused", nil, ErrNotSerializable, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, err := wireMessage(tt.msg)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			if tt.check != nil && !tt.check(v) {
+				t.Fatalf("wire form %T %v", v, v)
+			}
+		})
+	}
+}
+
+func TestSleepCtxStopsOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	start := time.Now()
+	if err := sleepCtx(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Fatalf("sleepCtx = %v, want context.Canceled", err)
+	}
+	if time.Since(start) > time.Second {
+		t.Fatal("sleepCtx ignored the cancelled context")
+	}
+}

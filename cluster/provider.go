@@ -1,0 +1,368 @@
+package cluster
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/hashicorp/memberlist"
+	"google.golang.org/protobuf/proto"
+)
+
+// errClientMode is returned by StartClient: edge nodes are members without
+// kinds, because protoactor's client mode panics on shutdown (PROTOACTOR.md §1.3).
+var errClientMode = errors.New("cluster: client mode is not supported; start a member without kinds")
+
+// provider is a protoactor ClusterProvider backed by memberlist
+// (PROTOACTOR.md §1). memberlist decides who is alive; the provider only
+// mirrors memberlist's live set (alive and suspect nodes, as its join, update
+// and leave events report them) into MemberList.UpdateClusterTopology, on
+// every event and on a periodic tick.
+//
+// Suspect nodes stay in the topology on purpose: protoactor blocks every
+// member that leaves the topology forever, so dropping a suspect that later
+// refutes would evict a healthy member.
+type provider struct {
+	mlConfig  *memberlist.Config // template; Name, Label, delegates and logger are set in StartMember
+	seeds     []string
+	republish time.Duration
+	leaveWait time.Duration
+	log       *slog.Logger
+	// published runs after each UpdateClusterTopology, when every event
+	// stream subscriber (the identity lookup included) has seen the result.
+	published func()
+	// evicted runs when a peer tells this member it was declared dead.
+	evicted func()
+
+	// Set by StartMember before the loops start, then read-only.
+	c          *pcluster.Cluster
+	ml         *memberlist.Memberlist
+	meta       []byte
+	gossipAddr string // advertised "ip:port", with the port actually bound
+
+	joined   chan struct{} // closed once a seed answered (at once without seeds)
+	poke     chan struct{} // capacity 1: a pending publish
+	stop     chan struct{} // closed once to stop the loops
+	loopDone chan struct{}
+	stopOnce sync.Once
+
+	mu       sync.Mutex // guards left and shutdown, and orders Leave before Shutdown
+	left     bool
+	shutdown bool
+
+	// live mirrors memberlist's live set (alive and suspect nodes) as
+	// name → meta, copied in the event delegate while memberlist holds its
+	// node lock: the *Node values memberlist.Members returns are updated in
+	// place by its packet handler, so reading them later would race.
+	liveMu sync.Mutex
+	live   map[string]liveNode
+	// departed holds the members that left the live set, and when: protoactor
+	// blocks their IDs for good, so if memberlist readmits one (it refuted
+	// its death) the member must be told to restart. Entries expire after
+	// departedTTL.
+	departed map[string]time.Time
+
+	badMetaOnce sync.Once
+}
+
+var _ pcluster.ClusterProvider = (*provider)(nil)
+
+func newProvider(mlConfig *memberlist.Config, seeds []string, republish, leaveWait time.Duration, log *slog.Logger,
+	published, evicted func(),
+) *provider {
+	return &provider{
+		published: published,
+		evicted:   evicted,
+		departed:  map[string]time.Time{},
+		mlConfig:  mlConfig,
+		seeds:     seeds,
+		republish: republish,
+		leaveWait: leaveWait,
+		log:       log,
+		poke:      make(chan struct{}, 1),
+		joined:    make(chan struct{}),
+		live:      map[string]liveNode{},
+		stop:      make(chan struct{}),
+		loopDone:  make(chan struct{}),
+	}
+}
+
+// StartMember implements pcluster.ClusterProvider. protoactor calls it once
+// the remote is listening, so the member address is final.
+func (p *provider) StartMember(c *pcluster.Cluster) error {
+	host, port, err := c.ActorSystem.GetHostPort()
+	if err != nil {
+		return fmt.Errorf("member address %q: %w", c.ActorSystem.Address(), err)
+	}
+	kinds := c.GetClusterKinds()
+	slices.Sort(kinds)
+	self := &pcluster.Member{Id: c.ActorSystem.ID, Host: host, Port: int32(port), Kinds: kinds}
+	meta, err := proto.Marshal(self)
+	if err != nil {
+		return fmt.Errorf("encode member meta: %w", err)
+	}
+	if len(meta) > memberlist.MetaMaxSize {
+		return fmt.Errorf("member meta is %d bytes, limit %d (too many or too long kind names)", len(meta), memberlist.MetaMaxSize)
+	}
+	p.c, p.meta = c, meta
+
+	cfg := p.mlConfig
+	// A fresh name per process start lets a restarted member rejoin: an ID
+	// that once left is blocked by protoactor forever.
+	cfg.Name = c.ActorSystem.ID
+	cfg.Label = c.Config.Name
+	cfg.Delegate = metaDelegate{p}
+	cfg.Events = eventDelegate{p}
+	ml, err := memberlist.Create(cfg)
+	if err != nil {
+		return fmt.Errorf("start memberlist on %s:%d: %w", cfg.BindAddr, cfg.BindPort, err)
+	}
+	p.ml = ml
+	// LocalNode points into memberlist's live state: read it once, before
+	// any peer can make memberlist update it.
+	p.gossipAddr = ml.LocalNode().Address()
+	p.log.Info("cluster member started", slog.String("member", self.Id), slog.String("address", self.Address()),
+		slog.String("gossip", p.gossipAddr), slog.Any("kinds", kinds))
+
+	go p.publishLoop()
+	go p.joinLoop()
+	p.kick()
+	return nil
+}
+
+// StartClient implements pcluster.ClusterProvider; it is never used.
+func (p *provider) StartClient(*pcluster.Cluster) error {
+	return errClientMode
+}
+
+// Shutdown implements pcluster.ClusterProvider. It is idempotent; graceful
+// leaves the membership first so peers drop this member at once instead of
+// detecting its failure.
+func (p *provider) Shutdown(graceful bool) error {
+	var leaveErr error
+	if graceful {
+		leaveErr = p.leave(p.leaveWait)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shutdown || p.ml == nil {
+		return leaveErr
+	}
+	p.shutdown = true
+	p.stopLoops()
+	if err := p.ml.Shutdown(); err != nil {
+		return fmt.Errorf("cluster: shut down memberlist: %w", err)
+	}
+	return leaveErr
+}
+
+// leave stops publishing and broadcasts this member's departure, waiting at
+// most timeout for it to reach a peer. Idempotent; a no-op after Shutdown.
+func (p *provider) leave(timeout time.Duration) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.left || p.shutdown || p.ml == nil {
+		return nil
+	}
+	p.left = true
+	// Stop first: after Leave, memberlist no longer lists this member, and
+	// publishing that would make protoactor block its own ID.
+	p.stopLoops()
+	if err := p.ml.Leave(timeout); err != nil {
+		return fmt.Errorf("cluster: leave membership: %w", err)
+	}
+	return nil
+}
+
+// stopLoops stops the publish and join loops and waits for the publish loop,
+// so no topology update runs after it returns.
+func (p *provider) stopLoops() {
+	p.stopOnce.Do(func() {
+		close(p.stop)
+		<-p.loopDone
+	})
+}
+
+// kick asks the publish loop for a publish without ever blocking.
+func (p *provider) kick() {
+	select {
+	case p.poke <- struct{}{}:
+	default:
+	}
+}
+
+func (p *provider) publishLoop() {
+	defer close(p.loopDone)
+	tick := time.NewTicker(p.republish)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-p.poke:
+		case <-tick.C:
+		}
+		p.publish()
+	}
+}
+
+// publish hands memberlist's live set to protoactor. Repeating an unchanged
+// set is cheap (protoactor compares member IDs and returns), and it applies
+// blocks protoactor's gossip added meanwhile.
+func (p *provider) publish() {
+	p.liveMu.Lock()
+	members := make(pcluster.Members, 0, len(p.live))
+	var revenants []memberlist.Address
+	for name, ln := range p.live {
+		if _, gone := p.departed[name]; gone {
+			revenants = append(revenants, memberlist.Address{Addr: ln.addr, Name: name})
+			continue
+		}
+		m := new(pcluster.Member)
+		if err := proto.Unmarshal(ln.meta, m); err != nil || m.Id != name {
+			p.badMetaOnce.Do(func() {
+				p.log.Warn("cluster: ignoring gossip node with foreign metadata (another program on the same label?)",
+					slog.String("node", name))
+			})
+			continue
+		}
+		members = append(members, m)
+	}
+	now := time.Now()
+	for name, at := range p.departed {
+		if now.Sub(at) > departedTTL {
+			delete(p.departed, name)
+		}
+	}
+	p.liveMu.Unlock()
+	p.c.MemberList.UpdateClusterTopology(members)
+	for _, a := range revenants {
+		// Best effort over UDP; repeated on every publish while it stays.
+		if err := p.ml.SendToAddress(a, evictedNotice); err != nil {
+			p.log.Debug("cluster: eviction notice not sent", slog.String("node", a.Name), slog.Any("error", err))
+		}
+	}
+	if p.published != nil {
+		p.published()
+	}
+}
+
+// joinLoop joins the seeds, retrying with backoff while none answers, and
+// later rejoins whenever this member finds itself alone (all peers were
+// declared dead, e.g. after a partition), which memberlist never does itself.
+func (p *provider) joinLoop() {
+	seeds := p.otherSeeds()
+	if len(seeds) == 0 {
+		close(p.joined)
+		return
+	}
+	const minWait, maxWait = 200 * time.Millisecond, 5 * time.Second
+	wait := minWait
+	joined := false
+	for {
+		if !joined || p.ml.NumMembers() <= 1 {
+			n, err := p.ml.Join(seeds)
+			switch {
+			case n > 0:
+				if !joined {
+					p.log.Info("cluster: joined", slog.Int("seeds_contacted", n))
+					close(p.joined)
+				}
+				joined, wait = true, minWait
+			case joined:
+				p.log.Warn("cluster: alone and cannot rejoin any seed", slog.Any("error", err))
+			default:
+				p.log.Info("cluster: no seed answered yet; retrying", slog.Any("seeds", seeds), slog.Any("error", err))
+			}
+		}
+		d := wait/2 + rand.N(wait/2+1)
+		if !joined {
+			wait = min(2*wait, maxWait)
+		} else {
+			d = maxWait
+		}
+		select {
+		case <-p.stop:
+			return
+		case <-time.After(d):
+		}
+	}
+}
+
+// otherSeeds drops this member's own gossip address from the seeds, so a
+// configuration that lists every member can be shared by all of them.
+func (p *provider) otherSeeds() []string {
+	bound := net.JoinHostPort(p.mlConfig.BindAddr, strconv.Itoa(p.mlConfig.BindPort))
+	out := make([]string, 0, len(p.seeds))
+	for _, s := range p.seeds {
+		if s == p.gossipAddr || s == bound {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// evictedNotice is the memberlist user message that tells a member its peers
+// declared it dead (see Node.Evicted).
+var evictedNotice = []byte("matchgrain/cluster: evicted")
+
+// departedTTL bounds how long a departed member is remembered; memberlist
+// forgets dead nodes well before (GossipToTheDeadTime, DeadNodeReclaimTime).
+const departedTTL = time.Hour
+
+// liveNode is what the provider keeps of a live memberlist node.
+type liveNode struct {
+	meta []byte
+	addr string // gossip "ip:port"
+}
+
+// metaDelegate implements memberlist.Delegate: NodeMeta carries the member,
+// NotifyMsg the eviction notice.
+type metaDelegate struct{ p *provider }
+
+// NodeMeta returns the encoded pcluster.Member; it never changes for the
+// lifetime of a member ID (protoactor compares members by ID only).
+func (d metaDelegate) NodeMeta(int) []byte { return d.p.meta }
+
+// NotifyMsg receives user messages; memberlist may reuse msg after return.
+func (d metaDelegate) NotifyMsg(msg []byte) {
+	if bytes.Equal(msg, evictedNotice) && d.p.evicted != nil {
+		d.p.evicted()
+	}
+}
+
+func (metaDelegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (metaDelegate) LocalState(join bool) []byte                { return nil }
+func (metaDelegate) MergeRemoteState(buf []byte, join bool)     {}
+
+// eventDelegate implements memberlist.EventDelegate. memberlist calls it with
+// its node lock held, so it only records the change and pokes the publish
+// loop.
+type eventDelegate struct{ p *provider }
+
+func (d eventDelegate) NotifyJoin(n *memberlist.Node)   { d.p.setLive(n, true) }
+func (d eventDelegate) NotifyUpdate(n *memberlist.Node) { d.p.setLive(n, true) }
+func (d eventDelegate) NotifyLeave(n *memberlist.Node)  { d.p.setLive(n, false) }
+
+func (p *provider) setLive(n *memberlist.Node, alive bool) {
+	p.liveMu.Lock()
+	if alive {
+		p.live[n.Name] = liveNode{meta: bytes.Clone(n.Meta), addr: n.Address()}
+	} else {
+		delete(p.live, n.Name)
+		if n.Name != p.mlConfig.Name {
+			p.departed[n.Name] = time.Now()
+		}
+	}
+	p.liveMu.Unlock()
+	p.kick()
+}

@@ -1,0 +1,207 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/matchgrain/matchgrain/actors/envelope"
+)
+
+// Errors returned by Node.Request.
+var (
+	// ErrUnavailable: no attempt got an answer before ctx ended. The error
+	// also wraps ctx.Err() and names the last failure.
+	ErrUnavailable = errors.New("cluster: grain unavailable")
+	// ErrNotSerializable: msg is neither protobuf nor of a type registered
+	// with the envelope package, so it could not cross the wire.
+	ErrNotSerializable = errors.New("cluster: message type cannot be sent")
+	// ErrBadReply: the grain's reply could not be decoded here.
+	ErrBadReply = errors.New("cluster: undecodable reply")
+	// errNoOwner: the topology has no member hosting the kind (yet).
+	errNoOwner = errors.New("no member hosts the kind")
+	// errMemberLost: a member left while the attempt was in flight.
+	errMemberLost = errors.New("a member left during the attempt")
+)
+
+// innerRetries keeps protoactor's Request to a single send: its own retry
+// would re-send from an attempt this package may already have abandoned (see
+// attempt), doubling deliveries during failover. A stale cached PID costs one
+// short backoff instead.
+const innerRetries = 1
+
+type reply struct {
+	v   any
+	err error
+}
+
+// Request sends msg to the grain identity of kind, activating it on its owner
+// if needed, and returns the reply. Values of envelope-registered types are
+// wrapped for the wire here, and a reply *envelope.Msg is unwrapped: callers
+// send and receive plain registered values (protobuf messages pass as they
+// are).
+//
+// It retries with jittered exponential backoff until ctx ends: attempts that
+// time out (Config.RequestTimeout each), find no owner, or get a
+// GrainErrorResponse with reason UNAVAILABLE (a fenced activation). An
+// attempt in flight to a member that leaves the topology is abandoned and
+// re-sent at once to the new owner. A timed-out or abandoned attempt may still
+// have been delivered, so msg can arrive more than once: grain commands must
+// be idempotent.
+//
+// Any other GrainErrorResponse is returned as an error (errors.As gives the
+// *pcluster.GrainErrorResponse). Without a ctx deadline it retries until ctx
+// is cancelled or the node stops.
+func (n *Node) Request(ctx context.Context, identity, kind string, msg any) (any, error) {
+	wire, err := wireMessage(msg)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		lastErr  error
+		attempts int
+	)
+	for {
+		if n.stopped.Load() {
+			return nil, ErrStopped
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, n.unavailable(identity, kind, attempts, err, lastErr)
+		}
+		attempts++
+		if owner := n.OwnerAddress(identity, kind); owner == "" {
+			lastErr = errNoOwner
+		} else {
+			v, retry, err := n.attempt(ctx, identity, kind, owner, wire)
+			if !retry {
+				return v, err
+			}
+			lastErr = err
+			if errors.Is(err, errMemberLost) {
+				continue // the new topology is already here: no reason to wait
+			}
+		}
+		if err := sleepCtx(ctx, n.backoff(attempts-1)); err != nil {
+			return nil, n.unavailable(identity, kind, attempts, err, lastErr)
+		}
+	}
+}
+
+// attempt runs one protoactor Request. protoactor's call cannot be cancelled
+// (and resolving a PID alone may block 5 s), so it runs in its own goroutine,
+// bounded by RequestTimeout plus that resolve, and is abandoned when ctx ends
+// or when the member it went to leaves the topology (its answer would never
+// come; only then is the message re-sent, so healthy members do not see
+// duplicates at every topology change).
+func (n *Node) attempt(ctx context.Context, identity, kind, owner string, wire any) (v any, retry bool, err error) {
+	timeout := n.cfg.RequestTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	if timeout <= 0 {
+		return nil, true, context.DeadlineExceeded
+	}
+	// The attempt goes to the cached PID if there is one, else to the owner.
+	target := owner
+	if pid, ok := n.c.PidCache.Get(identity, kind); ok {
+		target = pid.Address
+	}
+	lost := n.memberLost()
+	done := make(chan reply, 1)
+	go func() {
+		resp, err := n.c.Request(identity, kind, wire,
+			pcluster.WithTimeout(timeout),
+			pcluster.WithRetryCount(innerRetries),
+			// protoactor's own backoff is nanoseconds; ours runs between attempts.
+			pcluster.WithRetryAction(func(i int) int { return i + 1 }))
+		done <- reply{resp, err}
+	}()
+	for {
+		select {
+		case r := <-done:
+			if r.err != nil {
+				return nil, true, r.err
+			}
+			return n.unwrapReply(identity, kind, r.v)
+		case <-lost:
+			if n.hasMember(target) {
+				lost = n.memberLost()
+				continue
+			}
+			return nil, true, fmt.Errorf("%w: %s", errMemberLost, target)
+		case <-ctx.Done():
+			return nil, true, ctx.Err()
+		}
+	}
+}
+
+// unwrapReply turns a grain reply into the caller's value or error.
+func (n *Node) unwrapReply(identity, kind string, resp any) (v any, retry bool, err error) {
+	switch r := resp.(type) {
+	case *envelope.Msg:
+		if u, ok := r.V.(*envelope.Unknown); ok {
+			return nil, false, fmt.Errorf("%w from %s/%s: %q: %w", ErrBadReply, kind, identity, u.Type, u.Err)
+		}
+		return r.V, false, nil
+	case *pcluster.GrainErrorResponse:
+		if r.Reason == pcluster.ErrorReason_UNAVAILABLE {
+			// A fenced or stopping activation: the next attempt must resolve
+			// the identity again instead of reusing the cached PID.
+			n.c.PidCache.Remove(identity, kind)
+			return nil, true, fmt.Errorf("grain %s/%s: %w", kind, identity, r)
+		}
+		return nil, false, fmt.Errorf("cluster: grain %s/%s: %w", kind, identity, r)
+	default:
+		return resp, false, nil
+	}
+}
+
+func (n *Node) unavailable(identity, kind string, attempts int, ctxErr, lastErr error) error {
+	if lastErr == nil {
+		lastErr = ctxErr
+	}
+	n.log.Debug("cluster: request gave up", slog.String("kind", kind), slog.String("identity", identity),
+		slog.Int("attempts", attempts), slog.Any("last_error", lastErr))
+	return fmt.Errorf("%w: %s/%s after %d attempts: %w (last error: %v)", ErrUnavailable, kind, identity, attempts, ctxErr, lastErr)
+}
+
+// backoff returns the full-jitter wait before retry n (from 0).
+func (n *Node) backoff(retry int) time.Duration {
+	limit := n.cfg.Retry.Max
+	if retry < 30 {
+		limit = min(limit, n.cfg.Retry.Initial<<retry)
+	}
+	return rand.N(limit + 1)
+}
+
+// wireMessage returns msg in a form protoactor remote can carry.
+func wireMessage(msg any) (any, error) {
+	switch msg.(type) {
+	case nil:
+		return nil, fmt.Errorf("%w: nil", ErrNotSerializable)
+	case remote.RootSerializable, proto.Message:
+		return msg, nil
+	}
+	if _, ok := envelope.NameOf(msg); !ok {
+		return nil, fmt.Errorf("%w: %T is not protobuf and not registered with envelope.Register", ErrNotSerializable, msg)
+	}
+	return envelope.Wrap(msg), nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
