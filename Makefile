@@ -1,0 +1,39 @@
+# Targets people look for. `make test` is the suite CI runs (README, .ci/run).
+GO ?= go
+PKGS ?= ./...
+
+.PHONY: test race vet lint fuzz-smoke bench chaos-smoke demo games-1m
+
+## test: vet, then the whole suite under -race with a throwaway PostgreSQL.
+test: vet
+	deploy/pg-throwaway.sh run --fast -- $(GO) test -race -timeout 20m -count=1 $(PKGS)
+
+race: test
+
+vet:
+	$(GO) vet $(PKGS)
+
+## lint: formatting and vet.
+lint: vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+## fuzz-smoke: one minute per decoder fuzz target.
+fuzz-smoke:
+	$(GO) test -run '^$$' -fuzz FuzzDecodeClientFrame -fuzztime 60s ./protocol
+	$(GO) test -run '^$$' -fuzz FuzzFrameReader -fuzztime 60s ./protocol
+
+## bench: codec, engine and store benchmarks (PostgreSQL started for the store).
+bench:
+	deploy/pg-throwaway.sh run -- $(GO) test -run '^$$' -bench . -benchmem ./protocol ./game ./persistence
+
+## chaos-smoke: the multi-process kill tests only.
+chaos-smoke:
+	deploy/pg-throwaway.sh run --fast -- $(GO) test -count=1 -run 'TestChaos|TestCluster' -v ./cluster ./cmd/...
+
+## demo: the embedded single node with a bot match to watch.
+demo:
+	$(GO) run ./cmd/matchd --demo
+
+## games-1m: the million-game random-play run of the rules engine.
+games-1m:
+	MATCHGRAIN_GAMES=1000000 $(GO) test ./game -run TestRandomPlay -timeout 0 -v

@@ -1,0 +1,296 @@
+package bots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/matchgrain/matchgrain/client"
+	"github.com/matchgrain/matchgrain/protocol"
+)
+
+// bot plays one seat: it picks among the legal intents of its snapshots.
+// The protocol only sends legalIntents in snapshots, so the bot asks for a
+// fresh snapshot whenever it may be the decider: after its own intent's
+// result, on a ServerClock naming it, after a resumed hello, and when it
+// has been idle for stallAfter.
+//
+// A snapshot is acted on only while no intent of the bot is pending. Frames
+// on one connection are in order and the server answers a connection's
+// frames in order, so every snapshot that arrives after an intent's result
+// shows the state after that intent, even when the intent produced no event
+// (accepting an ability that then opens a choice, say).
+type bot struct {
+	name      string
+	s         *client.Session
+	rng       *rand.Rand
+	logf      func(format string, args ...any) // nil: quiet
+	narrate   bool                             // print the match's events
+	announce  bool                             // print the bot's decisions
+	killEvery int                              // drop the connection every N intents (0: never)
+	think     time.Duration
+	stats     *Stats
+
+	pending    string // intentId awaiting its result
+	sentAt     time.Time
+	snapSeq    int64
+	finalSeen  bool
+	final      *protocol.MatchView
+	intents    int
+	rejected   int
+	lastChange time.Time
+}
+
+// stallAfter: after this long without progress a bot asks for a snapshot.
+const stallAfter = 2 * time.Second
+
+// minIntentGap keeps a bot under the protocol's 16 intents per second per
+// connection (PROTOCOL.md §2), with a margin for jitter.
+const minIntentGap = time.Second / 14
+
+// Stats collects intent latencies over many bots; safe for concurrent use.
+type Stats struct {
+	mu        sync.Mutex
+	latencies []time.Duration
+	intents   int
+	rejected  int
+}
+
+func (st *Stats) add(d time.Duration, accepted bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.latencies = append(st.latencies, d)
+	st.intents++
+	if !accepted {
+		st.rejected++
+	}
+}
+
+// Result is how one bot's match ended.
+type Result struct {
+	// Final is the last snapshot, taken after the match ended.
+	Final *protocol.MatchView
+	// Board is the bot's local view built from events.
+	Board client.Board
+	// Checked counts snapshots the local view was compared with; Mismatches
+	// lists the differences found.
+	Checked    int
+	Mismatches []string
+	Intents    int
+	Rejected   int
+	Reconnects int
+}
+
+var errNoEnd = errors.New("match did not end")
+
+// play runs the bot until the match is over and a fresh snapshot has been
+// compared with the local board.
+func (b *bot) play(ctx context.Context) (Result, error) {
+	tick := time.NewTicker(stallAfter / 2)
+	defer tick.Stop()
+	b.lastChange = time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return Result{}, fmt.Errorf("%s: %w (lastSeq %d): %w", b.name, errNoEnd, b.s.LastSeq(), ctx.Err())
+		case <-tick.C:
+			if time.Since(b.lastChange) > stallAfter && b.pending == "" {
+				b.lastChange = time.Now()
+				b.resync()
+			}
+		case f, ok := <-b.s.Frames():
+			if !ok {
+				return Result{}, fmt.Errorf("%s: session ended: %w", b.name, b.s.Err())
+			}
+			b.lastChange = time.Now()
+			if done := b.handle(f); done {
+				checked, mism := b.s.Consistency()
+				return Result{
+					Final: b.final, Board: b.s.Board(), Checked: checked, Mismatches: mism,
+					Intents: b.intents, Rejected: b.rejected, Reconnects: b.s.Reconnects(),
+				}, nil
+			}
+		}
+	}
+}
+
+func (b *bot) resync() {
+	if err := b.s.Resync(true); err != nil && !errors.Is(err, client.ErrNotConnected) {
+		b.say("resync failed: %v", err)
+	}
+}
+
+func (b *bot) say(format string, args ...any) {
+	if b.logf != nil {
+		b.logf("%s: "+format, append([]any{b.name}, args...)...)
+	}
+}
+
+// handle processes one frame; true when the bot is done.
+func (b *bot) handle(f protocol.ServerFrame) bool {
+	switch f := f.(type) {
+	case *protocol.ServerHello:
+		if b.s.Reconnects() > 0 {
+			b.say("reconnected (resumed=%v, eventSeq %d)", f.Resumed, f.EventSeq)
+		}
+		if b.s.PendingIntents() == 0 {
+			b.pending = ""
+		}
+		if f.Resumed {
+			b.resync()
+		}
+	case *protocol.ServerSnapshot:
+		return b.onSnapshot(&f.View)
+	case *protocol.ServerEvents:
+		for _, e := range f.Events {
+			if b.narrate && b.logf != nil {
+				if line := describe(e); line != "" {
+					b.logf("%s", line)
+				}
+			}
+			if _, ok := e.Event.(*protocol.GameFinishedEvent); ok {
+				b.finalSeen = true
+				b.resync() // the fresh snapshot to verify against
+			}
+		}
+	case *protocol.ServerIntentResult:
+		if f.IntentID == b.pending {
+			b.stats.add(time.Since(b.sentAt), f.Accepted)
+			b.pending = ""
+		}
+		if !f.Accepted && f.Code != protocol.RejectMatchFinished {
+			b.rejected++
+			b.say("intent rejected: code %d %q", f.Code, f.Reason)
+		}
+		b.resync()
+	case *protocol.ServerClock:
+		if f.Clock.DecisionPlayer == b.s.Seat() && b.pending == "" && b.snapSeq < b.s.LastSeq() {
+			b.resync()
+		}
+	case *protocol.ServerError:
+		b.say("server error %d: %s", f.Code, f.Message)
+	}
+	return false
+}
+
+func (b *bot) onSnapshot(v *protocol.MatchView) bool {
+	b.snapSeq = v.EventSeq
+	if v.IsFinished {
+		b.final = v
+		if !b.finalSeen && b.narrate && b.logf != nil {
+			// GameFinished happened while this bot was reconnecting: the
+			// protocol answers a finished match with a snapshot only.
+			line := fmt.Sprintf("#%-4d GAME OVER: draw", v.EventSeq)
+			if v.Winner != protocol.NoWinner {
+				line = fmt.Sprintf("#%-4d GAME OVER: P%d wins", v.EventSeq, v.Winner)
+			}
+			b.logf("%s (seen in the final snapshot)", line)
+		}
+		return true
+	}
+	if b.pending != "" {
+		return false
+	}
+	in := b.choose(v.LegalIntents)
+	if in == nil {
+		return false // not the decider
+	}
+	if b.think > 0 {
+		time.Sleep(b.think)
+	}
+	if wait := minIntentGap - time.Since(b.sentAt); wait > 0 {
+		time.Sleep(wait)
+	}
+	id, err := b.s.SendIntent(in)
+	if err != nil {
+		b.say("send intent: %v", err)
+		return false
+	}
+	b.pending, b.sentAt = id, time.Now()
+	b.intents++
+	if b.announce && b.logf != nil {
+		b.logf("      %s decides: %s", b.name, describeIntent(in))
+	}
+	if b.killEvery > 0 && b.intents%b.killEvery == 0 {
+		b.say("dropping the connection (chaos)")
+		b.s.Drop()
+	}
+	return false
+}
+
+// choose picks a legal intent, never Concede; nil when there is nothing
+// else (the other player decides).
+func (b *bot) choose(legal []protocol.Intent) protocol.Intent {
+	total := 0
+	weights := make([]int, len(legal))
+	for i, in := range legal {
+		weights[i] = weight(in)
+		total += weights[i]
+	}
+	if total == 0 {
+		return nil
+	}
+	r := b.rng.IntN(total)
+	for i, w := range weights {
+		if r < w {
+			return legal[i]
+		}
+		r -= w
+	}
+	return nil
+}
+
+// weight makes random play purposeful enough to end: ride, call and attack
+// are preferred to passing, boosts to plain attacks.
+func weight(in protocol.Intent) int {
+	switch in := in.(type) {
+	case protocol.Concede:
+		return 0
+	case protocol.Mulligan:
+		return 1
+	case protocol.FinishMulligan:
+		return 8
+	case protocol.Ride:
+		return 20
+	case protocol.SkipRide:
+		return 1
+	case protocol.Call:
+		return 4
+	case protocol.Move:
+		return 1
+	case protocol.ActivateAbility:
+		return 2
+	case protocol.EnterBattle:
+		return 6
+	case protocol.Attack:
+		if in.BoosterSlot != nil {
+			return 10
+		}
+		return 6
+	case protocol.Guard:
+		return 2
+	case protocol.Intercept:
+		return 1
+	case protocol.PassGuard:
+		return 3
+	case protocol.ResolveAbility:
+		if in.Accept {
+			return 3
+		}
+		return 1
+	case protocol.EndTurn:
+		return 2
+	default:
+		return 1
+	}
+}
+
+// Snapshot returns the latencies so far (unsorted) and the intent counts.
+func (st *Stats) Snapshot() (latencies []time.Duration, intents, rejected int) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return append([]time.Duration(nil), st.latencies...), st.intents, st.rejected
+}

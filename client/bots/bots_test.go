@@ -1,0 +1,39 @@
+package bots
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/matchgrain/matchgrain/client"
+	"github.com/matchgrain/matchgrain/protocol"
+)
+
+func TestVerify(t *testing.T) {
+	final := &protocol.MatchView{EventSeq: 30, IsFinished: true, Winner: 0}
+	good := Result{Final: final, Board: client.BoardFromView(final)}
+	if err := Verify(MatchRun{ID: "m", Results: [2]Result{good, good}}); err != nil {
+		t.Fatalf("consistent run: %v", err)
+	}
+	other := &protocol.MatchView{EventSeq: 30, IsFinished: true, Winner: 1}
+	bad := Result{Final: other, Board: client.BoardFromView(other)}
+	if err := Verify(MatchRun{ID: "m", Results: [2]Result{good, bad}}); err == nil || !strings.Contains(err.Error(), "disagree") {
+		t.Fatalf("winner disagreement: %v", err)
+	}
+	drift := good
+	drift.Board.Players[1].Damage = 3
+	drift.Mismatches = []string{"seq 12: players[1].damage: local 2, server 3"}
+	err := Verify(MatchRun{ID: "m", Results: [2]Result{good, drift}})
+	if err == nil || !strings.Contains(err.Error(), "local view") || !strings.Contains(err.Error(), "final board") {
+		t.Fatalf("board drift: %v", err)
+	}
+}
+
+func TestWeights(t *testing.T) {
+	b := &bot{}
+	if b.choose([]protocol.Intent{protocol.Concede{}}) != nil {
+		t.Fatal("a bot conceded")
+	}
+	if weight(protocol.Ride{}) <= weight(protocol.SkipRide{}) || weight(protocol.Attack{BoosterSlot: protocol.IntPtr(1)}) <= weight(protocol.EndTurn{}) {
+		t.Fatal("bots would rather pass than play")
+	}
+}

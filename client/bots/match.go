@@ -1,0 +1,148 @@
+package bots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/matchgrain/matchgrain/client"
+)
+
+// MatchOptions says how PlayMatch creates and plays a match.
+type MatchOptions struct {
+	// GameAddr is where the bots connect: ws://HOST:PORT/game or tcp://HOST:PORT.
+	GameAddr string
+	// Decks are the players' deck ids; Seed the engine seed (nil: the server picks).
+	Decks [2]string
+	Seed  *uint64
+	// BotSeed seeds the bots' choices, so a run can be repeated.
+	BotSeed uint64
+	// Timeout bounds the whole match.
+	Timeout time.Duration
+	// KillEvery makes each bot drop its connection after every N intents (chaos).
+	KillEvery int
+	// Think pauses before each decision, to follow a match live.
+	Think time.Duration
+	// Logger receives connection events; Logf, if set, the readable running
+	// log, with every public event when Narrate is set.
+	Logger  *slog.Logger
+	Logf    func(format string, args ...any)
+	Narrate bool
+	// Stats, if set, collects intent latencies.
+	Stats *Stats
+}
+
+// MatchRun is one match played by two bots.
+type MatchRun struct {
+	ID      string
+	Results [2]Result
+}
+
+// PlayMatch creates a match through admin and plays it to the end with two
+// bots, then verifies what they saw (Verify).
+func PlayMatch(ctx context.Context, admin *client.Admin, o MatchOptions) (MatchRun, error) {
+	log, logf, narrate, st, botSeed, seed := o.Logger, o.Logf, o.Narrate, o.Stats, o.BotSeed, o.Seed
+	if log == nil {
+		log = slog.Default()
+	}
+	if st == nil {
+		st = &Stats{}
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Minute
+	}
+	players := [2]client.PlayerSpec{{Name: "Bot A", Deck: o.Decks[0]}, {Name: "Bot B", Deck: o.Decks[1]}}
+	id, err := admin.CreateMatch(ctx, players, seed)
+	if err != nil {
+		return MatchRun{}, fmt.Errorf("create match: %w", err)
+	}
+	mr := MatchRun{ID: id}
+	if logf != nil {
+		s := "server's choice"
+		if seed != nil {
+			s = strconv.FormatUint(*seed, 10)
+		}
+		logf("match %s: %s (%s) vs %s (%s), seed %s, %s", id, players[0].Name, o.Decks[0], players[1].Name, o.Decks[1], s, o.GameAddr)
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	var sessions [2]*client.Session
+	for seat := range 2 {
+		s, err := client.Start(ctx, client.Config{
+			Addr:        o.GameAddr,
+			Ticket:      admin.TicketFunc(id, seat),
+			ClientBuild: "matchgrain-bot",
+			MaxAttempts: -1,
+			Logger:      log.With("seat", seat),
+		})
+		if err != nil {
+			for _, prev := range sessions[:seat] {
+				prev.Close()
+			}
+			return mr, fmt.Errorf("match %s seat %d: connect: %w", id, seat, err)
+		}
+		sessions[seat] = s
+	}
+	defer func() {
+		for _, s := range sessions {
+			leaveCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := s.Leave(leaveCtx, "match over"); err != nil {
+				log.Debug("leave", "err", err)
+			}
+			cancel()
+		}
+	}()
+	var wg sync.WaitGroup
+	var errs [2]error
+	for seat := range 2 {
+		b := &bot{
+			name:      players[seat].Name,
+			s:         sessions[seat],
+			rng:       rand.New(rand.NewPCG(botSeed, uint64(seat))),
+			logf:      logf,
+			narrate:   narrate && seat == 0, // one narrator: P0 sees every public event
+			announce:  narrate,
+			killEvery: o.KillEvery,
+			think:     o.Think,
+			stats:     st,
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mr.Results[seat], errs[seat] = b.play(ctx)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
+		return mr, fmt.Errorf("match %s: %w", id, err)
+	}
+	return mr, Verify(mr)
+}
+
+// Verify checks what the bots saw against each other and the server.
+func Verify(mr MatchRun) error {
+	var problems []string
+	a, b := mr.Results[0].Final, mr.Results[1].Final
+	if a.Winner != b.Winner || a.EventSeq != b.EventSeq {
+		problems = append(problems, fmt.Sprintf("seats disagree: winner %d/%d, eventSeq %d/%d", a.Winner, b.Winner, a.EventSeq, b.EventSeq))
+	}
+	for seat, r := range mr.Results {
+		for _, m := range r.Mismatches {
+			problems = append(problems, fmt.Sprintf("P%d local view: %s", seat, m))
+		}
+		fresh := client.BoardFromView(r.Final)
+		if d := r.Board.Diff(fresh); len(d) > 0 {
+			problems = append(problems, fmt.Sprintf("P%d final board differs from the fresh snapshot: %s", seat, strings.Join(d, "; ")))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("match %s: verification failed:\n  %s", mr.ID, strings.Join(problems, "\n  "))
+	}
+	return nil
+}

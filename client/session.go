@@ -1,0 +1,692 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/matchgrain/matchgrain/protocol"
+)
+
+// TicketFunc returns a fresh ticket for the session's seat. Session calls it
+// before every connection attempt (tickets are single use).
+type TicketFunc func(ctx context.Context) (string, error)
+
+// DefaultBackoff is the wait before each reconnection attempt (PROTOCOL.md,
+// seed §10): at once, then 2, 10 and 30 seconds.
+var DefaultBackoff = []time.Duration{0, 2 * time.Second, 10 * time.Second, 30 * time.Second}
+
+// Config configures a Session. Zero fields take the default in their comment.
+type Config struct {
+	// Addr is "ws://host:port/game" or "tcp://host:port". Required.
+	Addr string
+	// Ticket obtains a fresh ticket for each attempt. Required.
+	Ticket TicketFunc
+	// ClientBuild goes into ClientHello for the server's logs.
+	ClientBuild string
+	// Backoff is the wait before attempt i (the last value repeats);
+	// default DefaultBackoff.
+	Backoff []time.Duration
+	// MaxAttempts is how many connection attempts in a row may fail before
+	// the session gives up (default len(Backoff); negative: never).
+	MaxAttempts int
+	// PingInterval: the session sends ClientPing when it has sent nothing
+	// this long (default 15 s, under the server's 20 s idle).
+	PingInterval time.Duration
+	// ReadTimeout: nothing from the server this long means the connection
+	// is dead and the session reconnects (default 45 s).
+	ReadTimeout time.Duration
+	// Dial tunes each connection.
+	Dial DialOptions
+	// Buffer is the capacity of the Frames channel (default 256). A full
+	// channel stops reading from the network, so a stalled consumer is
+	// eventually disconnected by the server and the session resumes.
+	Buffer int
+	// Logger receives connection events (default slog.Default()). Tickets
+	// are never logged.
+	Logger *slog.Logger
+}
+
+// Session errors.
+var (
+	// ErrClosed: the session was closed by Close or Leave.
+	ErrClosed = errors.New("client: session closed")
+	// ErrNotConnected: no connection right now (the session is reconnecting).
+	ErrNotConnected = errors.New("client: not connected")
+	// ErrReplaced: another connection took the seat (close 4409); the
+	// session does not fight it.
+	ErrReplaced = errors.New("client: session replaced by another connection")
+	// ErrGaveUp: MaxAttempts connection attempts in a row failed.
+	ErrGaveUp = errors.New("client: could not connect")
+	// ErrRejected: the server refused the session for good (unsupported
+	// version or protocol violation).
+	ErrRejected = errors.New("client: rejected by the server")
+)
+
+// Session is a reconnecting protocol session for one seat. It performs the
+// handshake, keeps lastSeq, hides duplicate events and event gaps (asking
+// for a resync), re-sends unanswered intents after a reconnect (same
+// intentId: the server answers duplicate=true if it already applied one),
+// pings when idle, and keeps a local Board checked against every snapshot.
+//
+// Frames reach the application through Frames in order: ServerHello on every
+// (re)connection, ServerSnapshot, ServerEvents (only events not seen before,
+// never with a gap except for hidden events), ServerIntentResult,
+// ServerClock and ServerError. Pings and pongs are handled inside.
+type Session struct {
+	cfg    Config
+	log    *slog.Logger
+	frames chan protocol.ServerFrame
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu          sync.Mutex
+	conn        *Conn
+	seat        int
+	lastSeq     int64
+	resyncAsked bool // a gap resync is in flight
+	pending     []*protocol.ClientIntent
+	snapshot    *protocol.MatchView
+	board       Board
+	boardValid  bool
+	checks      int
+	mismatches  []string
+	leaving     bool
+	reconnects  int
+	offset      time.Duration
+	pingSent    map[int64]time.Time
+	lastSent    time.Time
+	err         error
+}
+
+const maxMismatches = 32
+
+// Start connects (retrying per Backoff), completes the handshake and returns
+// the running Session; it fails if no attempt succeeds. The session runs
+// until Close, Leave, a final rejection, or ctx is done.
+func Start(ctx context.Context, cfg Config) (*Session, error) {
+	if cfg.Addr == "" || cfg.Ticket == nil {
+		return nil, errors.New("client: Config.Addr and Config.Ticket are required")
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = DefaultBackoff
+	}
+	if len(cfg.Backoff) == 0 {
+		cfg.Backoff = []time.Duration{0}
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = len(cfg.Backoff)
+	}
+	if cfg.PingInterval <= 0 {
+		cfg.PingInterval = 15 * time.Second
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = 45 * time.Second
+	}
+	if cfg.Buffer <= 0 {
+		cfg.Buffer = 256
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	s := &Session{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		frames:   make(chan protocol.ServerFrame, cfg.Buffer),
+		ctx:      sctx,
+		cancel:   cancel,
+		done:     make(chan struct{}),
+		seat:     -1,
+		pingSent: make(map[int64]time.Time),
+	}
+	conn, err := s.connect(0)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	go s.run(conn)
+	return s, nil
+}
+
+// Frames delivers the session's frames; it is closed when the session ends
+// (then Err says why).
+func (s *Session) Frames() <-chan protocol.ServerFrame { return s.frames }
+
+// Done is closed when the session has ended.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err is why the session ended: nil after Leave, ErrClosed after Close,
+// ErrReplaced, ErrGaveUp or ErrRejected (wrapping the last error), or the
+// context's error.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Seat is the seat index from the last ServerHello (-1 before).
+func (s *Session) Seat() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seat
+}
+
+// LastSeq is the last eventSeq the session has taken in (it may be ahead of
+// what the application has read from Frames).
+func (s *Session) LastSeq() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastSeq
+}
+
+// Snapshot returns the last snapshot received, or nil.
+func (s *Session) Snapshot() *protocol.MatchView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.snapshot
+}
+
+// Board returns the local view kept from snapshots and events.
+func (s *Session) Board() Board {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.board
+}
+
+// Consistency reports how many snapshots were compared with the local Board
+// (at the same eventSeq) and every difference found (at most 32).
+func (s *Session) Consistency() (checked int, mismatches []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.checks, append([]string(nil), s.mismatches...)
+}
+
+// Reconnects is how many times the session has reconnected.
+func (s *Session) Reconnects() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reconnects
+}
+
+// ClockOffset estimates server time minus local time from ping round trips.
+func (s *Session) ClockOffset() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.offset
+}
+
+// PendingIntents is how many intents await their ServerIntentResult.
+func (s *Session) PendingIntents() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending)
+}
+
+// NewIntentID returns a fresh random intent id (a UUID v4 string).
+func NewIntentID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on supported platforms; a time-based
+		// id is still unique enough for one match if it ever did.
+		return fmt.Sprintf("t-%d", time.Now().UnixNano())
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// SendIntent sends an intent with a fresh intentId and returns the id. The
+// intent is kept until its result arrives and re-sent, with the same id,
+// after a reconnect; so it is not lost while the session reconnects.
+func (s *Session) SendIntent(in protocol.Intent) (string, error) {
+	if in == nil {
+		return "", errors.New("client: nil intent")
+	}
+	id := NewIntentID()
+	s.mu.Lock()
+	if s.isDone() {
+		s.mu.Unlock()
+		return "", ErrClosed
+	}
+	f := &protocol.ClientIntent{IntentID: id, BasedOnSeq: s.lastSeq, Intent: in}
+	s.pending = append(s.pending, f)
+	conn := s.conn
+	s.mu.Unlock()
+	if conn != nil {
+		if err := s.send(conn, f); err != nil {
+			// The connection is failing; the reconnect re-sends the intent.
+			s.log.Debug("client: intent not sent now; will be re-sent", "err", err)
+		}
+	}
+	return id, nil
+}
+
+// Resync asks for the events after LastSeq, or a full snapshot. It fails
+// with ErrNotConnected while the session is (re)connecting; the hello of the
+// next connection brings the missed state anyway.
+func (s *Session) Resync(full bool) error {
+	s.mu.Lock()
+	conn := s.conn
+	from := s.lastSeq + 1
+	s.mu.Unlock()
+	if conn == nil {
+		return ErrNotConnected
+	}
+	if err := s.send(conn, &protocol.ClientResync{FromSeq: from, FullSnapshot: full}); err != nil {
+		// The connection is failing; the reconnect's hello brings the state.
+		return fmt.Errorf("%w: %w", ErrNotConnected, err)
+	}
+	return nil
+}
+
+// Leave sends ClientLeave, waits for the server to close (or ctx), and ends
+// the session; Err is then nil.
+func (s *Session) Leave(ctx context.Context, reason string) error {
+	s.mu.Lock()
+	s.leaving = true
+	conn := s.conn
+	s.mu.Unlock()
+	if conn == nil {
+		// Reconnecting: there is no connection to leave; stop trying.
+		s.Close()
+		return nil
+	}
+	if err := s.send(conn, &protocol.ClientLeave{Reason: reason}); err != nil {
+		s.Close()
+		return err
+	}
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		s.Close()
+		return fmt.Errorf("client: leave: %w", ctx.Err())
+	}
+}
+
+// Drop closes the current connection the way a network failure would,
+// without ClientLeave; the session reconnects and resumes. It is meant for
+// chaos tests and bots.
+func (s *Session) Drop() {
+	s.mu.Lock()
+	conn := s.conn
+	s.mu.Unlock()
+	if conn != nil {
+		_ = conn.Close() // the failure is the point
+	}
+}
+
+// Close ends the session at once.
+func (s *Session) Close() {
+	s.mu.Lock()
+	if s.err == nil && !s.leaving {
+		s.err = ErrClosed
+	}
+	conn := s.conn
+	s.mu.Unlock()
+	s.cancel()
+	if conn != nil {
+		_ = conn.Close() // ending anyway
+	}
+	<-s.done
+}
+
+func (s *Session) isDone() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *Session) send(conn *Conn, f protocol.ClientFrame) error {
+	err := conn.Send(f)
+	if err == nil {
+		s.mu.Lock()
+		s.lastSent = time.Now()
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// connect makes attempts from number attempt on until one completes the
+// handshake, or MaxAttempts fail in a row.
+func (s *Session) connect(attempt int) (*Conn, error) {
+	var last error
+	for ; s.cfg.MaxAttempts < 0 || attempt < s.cfg.MaxAttempts; attempt++ {
+		wait := s.cfg.Backoff[min(attempt, len(s.cfg.Backoff)-1)]
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-s.ctx.Done():
+				t.Stop()
+				return nil, fmt.Errorf("client: connect: %w", s.ctx.Err())
+			}
+		}
+		conn, err := s.attempt()
+		if err == nil {
+			return conn, nil
+		}
+		last = err
+		if fatal(err) || s.ctx.Err() != nil {
+			return nil, err
+		}
+		s.log.Info("client: connection attempt failed", "attempt", attempt+1, "err", err)
+	}
+	return nil, fmt.Errorf("%w after %d attempts: %w", ErrGaveUp, attempt, last)
+}
+
+// fatal reports errors that a new attempt cannot cure.
+func fatal(err error) bool {
+	var ce *CloseError
+	if !errors.As(err, &ce) {
+		return false
+	}
+	return ce.Code == protocol.CloseUnsupportedVersion || ce.Code == protocol.CloseProtocolViolation
+}
+
+// attempt dials, says hello and reads ServerHello.
+func (s *Session) attempt() (*Conn, error) {
+	ticket, err := s.cfg.Ticket(s.ctx)
+	if err != nil {
+		return nil, fmt.Errorf("client: get ticket: %w", err)
+	}
+	conn, err := Dial(s.ctx, s.cfg.Addr, s.cfg.Dial)
+	if err != nil {
+		return nil, err
+	}
+	// Close unblocks a Recv waiting for the hello.
+	stop := context.AfterFunc(s.ctx, func() { _ = conn.Close() })
+	defer stop()
+	s.mu.Lock()
+	resume := s.lastSeq
+	s.mu.Unlock()
+	hello := &protocol.ClientHello{ProtocolVersion: protocol.Version, Ticket: ticket, ClientBuild: s.cfg.ClientBuild, ResumeFromSeq: resume}
+	if err := s.send(conn, hello); err != nil {
+		_ = conn.Close() // the attempt failed; report the send error
+		return nil, err
+	}
+	if err := conn.SetReadDeadline(time.Now().Add(s.cfg.ReadTimeout)); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	for {
+		f, err := conn.Recv()
+		if err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
+		switch f := f.(type) {
+		case *protocol.ServerHello:
+			if err := s.adopt(conn, f); err != nil {
+				_ = conn.Close()
+				return nil, err
+			}
+			return conn, nil
+		case *protocol.ServerError:
+			// A fatal error is followed by the close; Recv reports it.
+			continue
+		default:
+			_ = conn.Close()
+			return nil, fmt.Errorf("client: first frame %T, want ServerHello", f)
+		}
+	}
+}
+
+// adopt makes conn the session's connection after its ServerHello, delivers
+// the hello and re-sends unanswered intents.
+func (s *Session) adopt(conn *Conn, h *protocol.ServerHello) error {
+	s.mu.Lock()
+	if s.ctx.Err() != nil {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.conn = conn
+	s.seat = h.PlayerIndex
+	s.resyncAsked = false
+	pending := append([]*protocol.ClientIntent(nil), s.pending...)
+	s.mu.Unlock()
+	if !s.deliver(h) {
+		return ErrClosed
+	}
+	for _, f := range pending {
+		if err := s.send(conn, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// run is the session's goroutine: it reads the current connection and
+// reconnects when it ends.
+func (s *Session) run(conn *Conn) {
+	defer close(s.done)
+	defer close(s.frames)
+	for {
+		err := s.readLoop(conn)
+		s.mu.Lock()
+		s.conn = nil
+		leaving := s.leaving
+		s.mu.Unlock()
+		_ = conn.Close() // already ended
+		var ce *CloseError
+		switch {
+		case s.ctx.Err() != nil:
+			s.finish(fmt.Errorf("client: %w", s.ctx.Err()))
+			return
+		case leaving:
+			s.finish(nil)
+			return
+		case errors.As(err, &ce) && ce.Code == protocol.CloseReplaced:
+			s.finish(fmt.Errorf("%w: %w", ErrReplaced, err))
+			return
+		case fatal(err):
+			s.finish(fmt.Errorf("%w: %w", ErrRejected, err))
+			return
+		}
+		s.log.Info("client: connection lost; reconnecting", "err", err)
+		next, cerr := s.connect(0)
+		if cerr != nil {
+			if fatal(cerr) {
+				cerr = fmt.Errorf("%w: %w", ErrRejected, cerr)
+			}
+			s.finish(cerr)
+			return
+		}
+		s.mu.Lock()
+		s.reconnects++
+		s.mu.Unlock()
+		conn = next
+	}
+}
+
+func (s *Session) finish(err error) {
+	s.mu.Lock()
+	if s.err == nil && !(s.leaving && err == nil) {
+		s.err = err
+	}
+	s.mu.Unlock()
+}
+
+// readLoop reads one connection until it ends, with a pinger beside it.
+func (s *Session) readLoop(conn *Conn) error {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.pinger(conn, stop)
+	}()
+	defer func() {
+		close(stop)
+		wg.Wait()
+	}()
+	for {
+		if err := conn.SetReadDeadline(time.Now().Add(s.cfg.ReadTimeout)); err != nil {
+			return err
+		}
+		f, err := conn.Recv()
+		if err != nil {
+			return err
+		}
+		if !s.handle(conn, f) {
+			return ErrClosed
+		}
+	}
+}
+
+// pinger sends ClientPing whenever nothing was sent for PingInterval.
+func (s *Session) pinger(conn *Conn, stop <-chan struct{}) {
+	tick := time.NewTicker(max(s.cfg.PingInterval/4, 10*time.Millisecond))
+	defer tick.Stop()
+	var nonce int64
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-tick.C:
+			s.mu.Lock()
+			idle := now.Sub(s.lastSent)
+			s.mu.Unlock()
+			if idle < s.cfg.PingInterval {
+				continue
+			}
+			nonce++
+			s.mu.Lock()
+			s.pingSent[nonce] = now
+			for k := range s.pingSent {
+				if k < nonce-8 {
+					delete(s.pingSent, k)
+				}
+			}
+			s.mu.Unlock()
+			if err := s.send(conn, &protocol.ClientPing{Nonce: nonce, ClientTimeMs: now.UnixMilli()}); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// handle processes one frame; false means the session is closed.
+func (s *Session) handle(conn *Conn, f protocol.ServerFrame) bool {
+	switch f := f.(type) {
+	case *protocol.ServerPing:
+		if err := s.send(conn, &protocol.ClientPong{Nonce: f.Nonce}); err != nil {
+			s.log.Debug("client: pong not sent", "err", err)
+		}
+		return true
+	case *protocol.ServerPong:
+		s.mu.Lock()
+		if sent, ok := s.pingSent[f.Nonce]; ok {
+			delete(s.pingSent, f.Nonce)
+			rtt := time.Since(sent)
+			s.offset = time.UnixMilli(f.ServerTimeMs).Sub(sent.Add(rtt / 2))
+		}
+		s.mu.Unlock()
+		return true
+	case *protocol.ServerSnapshot:
+		s.takeSnapshot(&f.View)
+		return s.deliver(f)
+	case *protocol.ServerEvents:
+		out, resync := s.takeEvents(f)
+		if resync != nil {
+			if err := s.send(conn, resync); err != nil {
+				s.log.Debug("client: resync not sent", "err", err)
+			}
+		}
+		if out == nil {
+			return true
+		}
+		return s.deliver(out)
+	case *protocol.ServerIntentResult:
+		s.mu.Lock()
+		for i, p := range s.pending {
+			if p.IntentID == f.IntentID {
+				s.pending = append(s.pending[:i], s.pending[i+1:]...)
+				break
+			}
+		}
+		s.mu.Unlock()
+		return s.deliver(f)
+	default:
+		return s.deliver(f)
+	}
+}
+
+func (s *Session) takeSnapshot(v *protocol.MatchView) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fresh := BoardFromView(v)
+	if s.boardValid && s.board.EventSeq == v.EventSeq {
+		s.checks++
+		for _, d := range s.board.Diff(fresh) {
+			if len(s.mismatches) < maxMismatches {
+				s.mismatches = append(s.mismatches, fmt.Sprintf("seq %d: %s", v.EventSeq, d))
+			}
+		}
+	}
+	s.board, s.boardValid = fresh, true
+	s.snapshot = v
+	s.lastSeq = v.EventSeq
+	s.resyncAsked = false
+}
+
+// takeEvents applies a ServerEvents frame to lastSeq and the board. It
+// returns what to deliver (nil: nothing new) and a resync to send when the
+// frame leaves a gap.
+func (s *Session) takeEvents(f *protocol.ServerEvents) (*protocol.ServerEvents, *protocol.ClientResync) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f.FromSeq > f.ToSeq {
+		// An empty resync answer: up to date. Deliver it so that a caller
+		// waiting for the answer sees one.
+		return f, nil
+	}
+	if f.FromSeq > s.lastSeq+1 {
+		// Something is missing: ask once; the answer covers this frame.
+		if s.resyncAsked {
+			return nil, nil
+		}
+		s.resyncAsked = true
+		return nil, &protocol.ClientResync{FromSeq: s.lastSeq + 1}
+	}
+	if f.ToSeq <= s.lastSeq {
+		return nil, nil // all seen
+	}
+	out := &protocol.ServerEvents{FromSeq: max(f.FromSeq, s.lastSeq+1), ToSeq: f.ToSeq}
+	for _, e := range f.Events {
+		if e.Seq <= s.lastSeq {
+			continue
+		}
+		out.Events = append(out.Events, e)
+		if s.boardValid {
+			s.board.Apply(e)
+		}
+	}
+	s.lastSeq = f.ToSeq
+	if s.boardValid {
+		s.board.EventSeq = f.ToSeq
+	}
+	s.resyncAsked = false
+	return out, nil
+}
+
+// deliver hands a frame to the application; false when the session ends first.
+func (s *Session) deliver(f protocol.ServerFrame) bool {
+	select {
+	case s.frames <- f:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,356 @@
+// Command matchd runs one Matchgrain node: a cluster member that hosts match
+// grains, an edge that serves players over WebSocket and TCP, or both (the
+// default). Without --database-url it uses the embedded single-node store, so
+// `matchd --demo` is a complete server with a bot match to watch.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/matchgrain/matchgrain/actors"
+	"github.com/matchgrain/matchgrain/actors/envelope"
+	"github.com/matchgrain/matchgrain/cluster"
+	"github.com/matchgrain/matchgrain/edge"
+	"github.com/matchgrain/matchgrain/edge/grains"
+	"github.com/matchgrain/matchgrain/game"
+	"github.com/matchgrain/matchgrain/persistence"
+)
+
+// options is every setting of a node, from flags and MATCHD_* variables.
+type options struct {
+	nodeName, gossipAddr, join, remoteAddr, clusterName string
+	databaseURL, databaseSchema, dataDir                string
+	listen, tcpListen, adminToken, ticketKey, origins   string
+	edgeOnly, demo, demoExit, jsonLogs                  bool
+	logLevel                                            string
+	timing                                              actors.Timing
+	ticketTTL, helloTimeout, hbIdle, hbTimeout          time.Duration
+	reclaimInterval                                     time.Duration
+	probeInterval                                       time.Duration
+	demoDelay                                           time.Duration
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := &flagSet{FlagSet: flag.NewFlagSet("matchd", flag.ContinueOnError)}
+	def := actors.DefaultTiming()
+	fs.StringVar(&o.nodeName, "node-name", envOr("node-name", hostname()), "name of this node in logs (env MATCHD_NODE_NAME)")
+	gossip := fs.String("gossip-addr", "127.0.0.1:7946", "ip:port memberlist binds for gossip")
+	join := fs.String("join", "", "comma-separated gossip addresses of seed members")
+	remote := fs.String("remote-addr", "127.0.0.1:8090", "host:port of the actor remote; peers dial it, so not 0.0.0.0")
+	cname := fs.String("cluster-name", "matchgrain", "cluster name; members of other clusters are ignored")
+	dburl := fs.String("database-url", "", "PostgreSQL URL; empty uses the embedded store under --data-dir")
+	dbSchema := fs.String("database-schema", "", "PostgreSQL schema for the tables (empty: the connection's search_path)")
+	dataDir := fs.String("data-dir", "matchgrain-data", "directory of the embedded store")
+	listen := fs.String("listen", "127.0.0.1:8080", "HTTP address: /game WebSocket, /api, /healthz, /metrics")
+	tcpListen := fs.String("tcp-listen", "", "TCP fallback address (length-prefixed frames); empty disables it")
+	admin := fs.String("admin-token", "", "bearer token of the HTTP API (MATCHD_ADMIN_TOKEN); empty generates one and prints it")
+	tkey := fs.String("ticket-key", "", "hex key (>= 32 bytes) that signs tickets; all edges of a cluster need the same key; empty generates one")
+	origins := fs.String("allowed-origins", "", "comma-separated browser origins allowed on /game ('*' for any)")
+	edgeOnly := fs.Bool("edge-only", false, "serve players but host no match grains")
+	demo := fs.Bool("demo", false, "after start, play a bot match against this node and print it")
+	demoExit := fs.Bool("demo-exit", false, "with --demo: stop the node when the demo match is over")
+	jsonLogs := fs.Bool("json-logs", false, "log JSON instead of text")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	decision := fs.Duration("decision-time", def.DecisionTime, "free time per decision")
+	bank := fs.Duration("bank-time", def.BankTime, "each player's time bank for the match")
+	absence := fs.Duration("absence-timeout", def.AbsenceTimeout, "a seat without a connection this long loses")
+	clock := fs.Duration("clock-interval", def.ClockInterval, "longest gap between ServerClock frames")
+	keepAlive := fs.Duration("seat-keepalive", def.SeatKeepAlive, "how often an edge proves a seat's connection to its grain")
+	snapEvery := fs.Int("snapshot-every", def.SnapshotEvery, "snapshot a match every N log entries")
+	idleStop := fs.Duration("idle-stop", def.IdleStop, "stop a finished match's grain after this long without requests")
+	ttl := fs.Duration("ticket-ttl", edge.DefaultTicketTTL, "ticket lifetime")
+	hello := fs.Duration("hello-timeout", edge.DefaultHelloTimeout, "time a new connection has to send ClientHello")
+	hbIdle := fs.Duration("heartbeat-idle", edge.DefaultHeartbeatIdle, "send ServerPing after this long without a client frame")
+	hbTimeout := fs.Duration("heartbeat-timeout", edge.DefaultHeartbeatTimeout, "close (4408) this long after the last client frame")
+	reclaim := fs.Duration("reclaim-interval", 30*time.Second, "how often this member wakes the unfinished matches it owns")
+	probe := fs.Duration("probe-interval", 0, "memberlist probe interval (0: the cluster default, tuned for a LAN)")
+	demoDelay := fs.Duration("demo-delay", 400*time.Millisecond, "pause between bot moves in --demo")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if len(fs.envErr) > 0 {
+		return o, errors.Join(fs.envErr...)
+	}
+	o.gossipAddr, o.join, o.remoteAddr, o.clusterName = *gossip, *join, *remote, *cname
+	o.databaseURL, o.databaseSchema, o.dataDir, o.listen, o.tcpListen = *dburl, *dbSchema, *dataDir, *listen, *tcpListen
+	o.adminToken, o.ticketKey, o.origins = *admin, *tkey, *origins
+	o.edgeOnly, o.demo, o.demoExit, o.jsonLogs, o.logLevel = *edgeOnly, *demo, *demoExit, *jsonLogs, *level
+	o.timing = actors.Timing{DecisionTime: *decision, BankTime: *bank, AbsenceTimeout: *absence, ClockInterval: *clock,
+		SeatKeepAlive: *keepAlive, SnapshotEvery: *snapEvery, IdleStop: *idleStop}
+	o.ticketTTL, o.helloTimeout, o.hbIdle, o.hbTimeout = *ttl, *hello, *hbIdle, *hbTimeout
+	o.reclaimInterval, o.probeInterval, o.demoDelay = *reclaim, *probe, *demoDelay
+	if err := o.timing.Validate(); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+func envOr(name, def string) string {
+	if v, ok := os.LookupEnv(envName(name)); ok {
+		return v
+	}
+	return def
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "matchd"
+	}
+	return h
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "matchd:", err)
+		os.Exit(2)
+	}
+	log := newLogger(o)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, log); err != nil {
+		log.Error("matchd stopped", "err", err)
+		os.Exit(1)
+	}
+}
+
+func newLogger(o options) *slog.Logger {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(o.logLevel)); err != nil {
+		lvl = slog.LevelInfo
+	}
+	hopts := &slog.HandlerOptions{Level: lvl}
+	var h slog.Handler = slog.NewTextHandler(os.Stderr, hopts)
+	if o.jsonLogs {
+		h = slog.NewJSONHandler(os.Stderr, hopts)
+	}
+	l := slog.New(h)
+	slog.SetDefault(l.With("node", o.nodeName))
+	return l
+}
+
+// run starts every part of the node, serves until ctx ends, then stops them
+// in the order PROTOACTOR.md §5.3 recommends: stop taking players, leave the
+// cluster so peers take the matches over, close the store.
+func run(ctx context.Context, o options, base *slog.Logger) error {
+	// cluster.Start names the node in its own lines; everything else here
+	// gets the name from log.
+	log := base.With("node", o.nodeName)
+	envelope.SetLogger(log)
+	store, err := openStore(ctx, o, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := store.Close(); err != nil {
+			log.Warn("close store", "err", err)
+		}
+	}()
+
+	var node *cluster.Node
+	var kinds []*pcluster.Kind
+	if !o.edgeOnly {
+		kind, err := actors.NewMatchKind(actors.GrainDeps{
+			Store: store, Rules: actors.GameRules{}, Timing: o.timing, Logger: log,
+			Owner: func() string { return node.ID() },
+		})
+		if err != nil {
+			return err
+		}
+		kinds = append(kinds, kind)
+	}
+	fd := cluster.FailureDetection{ProbeInterval: o.probeInterval}
+	node, err = cluster.Start(cluster.Config{
+		NodeName: o.nodeName, GossipAddr: o.gossipAddr, Join: splitList(o.join), RemoteAddr: o.remoteAddr,
+		ClusterName: o.clusterName, Kinds: kinds, FailureDetection: fd, Logger: base,
+	})
+	if err != nil {
+		return fmt.Errorf("start cluster member: %w", err)
+	}
+	gw, err := actors.NewGateway(actors.GatewayConfig{
+		System: node.System(), Cluster: node, Store: store, Rules: actors.GameRules{}, Timing: o.timing,
+		Forget: func(id string) { node.ForgetPID(id, actors.MatchKind) }, Logger: log,
+	})
+	if err != nil {
+		node.Kill()
+		return err
+	}
+
+	adminToken, ticketKey, err := secrets(o, log)
+	if err != nil {
+		node.Kill()
+		return err
+	}
+	srv, err := edge.New(edge.Config{
+		TicketKey: ticketKey, TicketTTL: o.ticketTTL, AdminToken: adminToken, Decks: deckInfos,
+		HelloTimeout: o.helloTimeout, HeartbeatIdle: o.hbIdle, HeartbeatTimeout: o.hbTimeout,
+		AllowedOrigins: splitList(o.origins), Logger: log,
+	}, grains.Matches(gw))
+	if err != nil {
+		node.Kill()
+		return err
+	}
+	httpLn, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		node.Kill()
+		return fmt.Errorf("listen %s: %w", o.listen, err)
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 4)
+	go func() { errc <- fmt.Errorf("http: %w", hs.Serve(httpLn)) }()
+	tcpAddr := ""
+	if o.tcpListen != "" {
+		tl, err := net.Listen("tcp", o.tcpListen)
+		if err != nil {
+			node.Kill()
+			return fmt.Errorf("listen %s: %w", o.tcpListen, err)
+		}
+		tcpAddr = tl.Addr().String()
+		go func() { errc <- fmt.Errorf("tcp: %w", srv.ServeTCP(tl)) }()
+	}
+	if !o.edgeOnly {
+		rc, err := cluster.NewReclaimer(node, cluster.ReclaimerConfig{
+			Kind: actors.MatchKind, Interval: o.reclaimInterval,
+			List: func(ctx context.Context, after string, limit int) ([]string, error) {
+				ms, err := store.ListUnfinished(ctx, after, limit)
+				ids := make([]string, len(ms))
+				for i, m := range ms {
+					ids[i] = m.MatchID
+				}
+				return ids, err
+			},
+			Wake: func(string) any { return &actors.Wake{} },
+		})
+		if err != nil {
+			node.Kill()
+			return err
+		}
+		go func() {
+			if err := rc.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				log.Warn("reclaimer stopped", "err", err)
+			}
+		}()
+	}
+	// One machine-readable line for scripts and tests that start nodes.
+	fmt.Printf("matchd ready member=%s http=%s tcp=%s gossip=%s remote=%s\n",
+		node.ID(), httpLn.Addr(), tcpAddr, node.GossipAddr(), node.Self())
+	log.Info("matchd ready", "member", node.ID(), "http", httpLn.Addr().String(), "tcp", tcpAddr,
+		"store", storeKind(o), "edge_only", o.edgeOnly)
+
+	if o.demo {
+		go func() {
+			if err := runDemo(ctx, "http://"+httpLn.Addr().String(), adminToken, o.demoDelay, o.demoExit, log); err != nil {
+				errc <- err
+			}
+		}()
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case <-node.Evicted():
+		// Peers dropped this member and protoactor never readmits its id:
+		// exit so the supervisor restarts the process with a fresh one.
+		runErr = errors.New("evicted from the cluster after a false failure detection; restart needed")
+	case runErr = <-errc:
+		if errors.Is(runErr, errDemoDone) {
+			runErr = nil
+		}
+	}
+	log.Info("matchd stopping")
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("edge shutdown", "err", err)
+	}
+	if err := hs.Shutdown(sctx); err != nil {
+		log.Warn("http shutdown", "err", err)
+	}
+	if err := node.Leave(sctx); err != nil {
+		log.Warn("leave cluster", "err", err)
+	}
+	return runErr
+}
+
+func storeKind(o options) string {
+	if o.databaseURL != "" {
+		return "postgres"
+	}
+	return "embedded:" + o.dataDir
+}
+
+func openStore(ctx context.Context, o options, log *slog.Logger) (persistence.Store, error) {
+	if o.databaseURL != "" {
+		opts := []persistence.PostgresOption{persistence.WithLogger(log)}
+		if o.databaseSchema != "" {
+			opts = append(opts, persistence.WithSchema(o.databaseSchema))
+		}
+		s, err := persistence.OpenPostgres(ctx, o.databaseURL, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("open PostgreSQL store: %w", err)
+		}
+		return s, nil
+	}
+	s, err := persistence.OpenEmbeddedWithLogger(o.dataDir, log)
+	if err != nil {
+		return nil, fmt.Errorf("open embedded store in %s: %w", o.dataDir, err)
+	}
+	return s, nil
+}
+
+// secrets returns the admin token and ticket key, generating what is not
+// configured. A generated admin token is printed once so the operator can
+// use the API; a generated ticket key only works for a single node.
+func secrets(o options, log *slog.Logger) (string, []byte, error) {
+	token := o.adminToken
+	if token == "" {
+		b := make([]byte, 16)
+		if _, err := rand.Read(b); err != nil {
+			return "", nil, fmt.Errorf("generate admin token: %w", err)
+		}
+		token = hex.EncodeToString(b)
+		fmt.Fprintf(os.Stderr, "matchd: no --admin-token given; this run's token is %s\n", token)
+	}
+	var key []byte
+	if o.ticketKey != "" {
+		k, err := hex.DecodeString(o.ticketKey)
+		if err != nil {
+			return "", nil, fmt.Errorf("ticket-key must be hex: %w", err)
+		}
+		key = k
+	} else {
+		key = make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return "", nil, fmt.Errorf("generate ticket key: %w", err)
+		}
+		log.Info("no --ticket-key given: generated one; other edges will not accept this node's tickets")
+	}
+	return token, key, nil
+}
+
+func deckInfos() []edge.DeckInfo {
+	var out []edge.DeckInfo
+	for _, d := range game.Decks() {
+		out = append(out, edge.DeckInfo{ID: string(d.ID), Name: d.Name, Cards: d.Cards})
+	}
+	return out
+}

@@ -1,0 +1,348 @@
+package edge
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxPlayerNameLen bounds a player's display name in bytes.
+const MaxPlayerNameLen = 64
+
+// apiError is the body of every HTTP error (PROTOCOL.md §9.13).
+type apiError struct {
+	Error   string `json:"error"`
+	Message string `json:"message"`
+}
+
+// httpError is an error that knows its HTTP answer.
+type httpError struct {
+	status  int
+	code    string
+	message string
+}
+
+func (e *httpError) Error() string { return fmt.Sprintf("%d %s: %s", e.status, e.code, e.message) }
+
+func badRequest(code, format string, args ...any) *httpError {
+	return &httpError{http.StatusBadRequest, code, fmt.Sprintf(format, args...)}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	// The client may have gone; there is no one left to tell.
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	writeJSON(w, status, apiError{Error: code, Message: message})
+}
+
+// route is one endpoint: its method, whether it needs the admin token, and
+// a handler that returns the status it answered.
+type route struct {
+	name   string
+	method string
+	auth   bool
+	serve  func(w http.ResponseWriter, r *http.Request) int
+}
+
+func (s *Server) routes() http.Handler {
+	table := map[string]route{
+		"/game":             {"game", http.MethodGet, false, s.serveGame},
+		"/healthz":          {"healthz", http.MethodGet, false, s.serveHealth},
+		"/metrics":          {"metrics", http.MethodGet, false, s.serveMetrics},
+		"/api/matches":      {"api_matches", http.MethodPost, true, s.apiHandler(s.createMatch)},
+		"/api/game/tickets": {"api_tickets", http.MethodPost, true, s.apiHandler(s.issueTicket)},
+		"/api/decks":        {"api_decks", http.MethodGet, true, s.apiHandler(s.listDecks)},
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rt, ok := table[r.URL.Path]
+		if !ok {
+			writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
+			s.metrics.httpRequest("other", http.StatusNotFound)
+			return
+		}
+		status := s.serveRoute(rt, w, r)
+		s.metrics.httpRequest(rt.name, status)
+	})
+}
+
+func (s *Server) serveRoute(rt route, w http.ResponseWriter, r *http.Request) int {
+	if r.Method != rt.method && !(rt.method == http.MethodGet && r.Method == http.MethodHead && rt.name != "game") {
+		w.Header().Set("Allow", rt.method)
+		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use "+rt.method)
+		return http.StatusMethodNotAllowed
+	}
+	if rt.auth && !s.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="matchgrain"`)
+		writeError(w, http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token")
+		return http.StatusUnauthorized
+	}
+	return rt.serve(w, r)
+}
+
+// authorized checks "Authorization: Bearer <admin token>" in constant time
+// (hashing first, so that not even the length leaks).
+func (s *Server) authorized(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	want := sha256.Sum256([]byte(s.cfg.AdminToken))
+	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
+}
+
+func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) int {
+	if s.isDraining() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		return http.StatusServiceUnavailable
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return http.StatusOK
+}
+
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) int {
+	if err := s.metrics.serveHTTP(w, r); err != nil {
+		s.log.Debug("edge: metrics", "err", err)
+	}
+	return http.StatusOK
+}
+
+// apiHandler runs a JSON endpoint: it bounds the call's time, and turns a
+// returned error into the JSON error answer.
+func (s *Server) apiHandler(h func(ctx context.Context, r *http.Request) (int, any, error)) func(http.ResponseWriter, *http.Request) int {
+	return func(w http.ResponseWriter, r *http.Request) int {
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		status, body, err := h(ctx, r)
+		if err == nil {
+			writeJSON(w, status, body)
+			return status
+		}
+		var he *httpError
+		switch {
+		case errors.As(err, &he):
+		case errors.Is(err, ErrBadRequest):
+			he = &httpError{http.StatusBadRequest, "bad_request", "the match cluster refused the request"}
+		case errors.Is(err, ErrMatchNotFound):
+			he = &httpError{http.StatusNotFound, "match_not_found", "no such match"}
+		case errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+			w.Header().Set("Retry-After", "1")
+			he = &httpError{http.StatusServiceUnavailable, "unavailable", "the match cluster is unavailable; retry"}
+		default:
+			s.log.Error("edge: api request failed", "path", r.URL.Path, "err", err)
+			he = &httpError{http.StatusInternalServerError, "internal", "internal error"}
+		}
+		writeError(w, he.status, he.code, he.message)
+		return he.status
+	}
+}
+
+// decodeBody reads one JSON object from the request body into v.
+func decodeBody(r *http.Request, v any) error {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &httpError{http.StatusRequestEntityTooLarge, "body_too_large",
+				fmt.Sprintf("request body over %d bytes", mbe.Limit)}
+		}
+		return badRequest("bad_body", "cannot read request body")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return badRequest("invalid_json", "request body is not the expected JSON object: %s", jsonProblem(err))
+	}
+	if dec.More() {
+		return badRequest("invalid_json", "trailing data after the JSON object")
+	}
+	return nil
+}
+
+// jsonProblem describes a JSON error without echoing the input.
+func jsonProblem(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("syntax error at byte %d", se.Offset)
+	case errors.As(err, &te):
+		return fmt.Sprintf("field %q must be %s", te.Field, te.Type)
+	case errors.Is(err, io.EOF):
+		return "empty body"
+	default:
+		return "invalid JSON"
+	}
+}
+
+type createMatchRequest struct {
+	Players []struct {
+		Name string `json:"name"`
+		Deck string `json:"deck"`
+	} `json:"players"`
+	// Seed is a JSON number or a decimal string (JavaScript clients cannot
+	// write integers above 2^53 as numbers).
+	Seed *json.RawMessage `json:"seed"`
+}
+
+type createMatchResponse struct {
+	MatchID string `json:"matchId"`
+}
+
+func (s *Server) createMatch(ctx context.Context, r *http.Request) (int, any, error) {
+	var req createMatchRequest
+	if err := decodeBody(r, &req); err != nil {
+		return 0, nil, err
+	}
+	if len(req.Players) != 2 {
+		return 0, nil, badRequest("bad_players", "players must list exactly 2 players, got %d", len(req.Players))
+	}
+	var names, decks [2]string
+	known := s.deckIDs()
+	for i, p := range req.Players {
+		if err := validateName(p.Name); err != nil {
+			return 0, nil, badRequest("bad_name", "players[%d].name: %v", i, err)
+		}
+		if p.Deck == "" || len(p.Deck) > 32 {
+			return 0, nil, badRequest("bad_deck", "players[%d].deck must be a deck id", i)
+		}
+		if known != nil && !known[p.Deck] {
+			return 0, nil, badRequest("unknown_deck", "players[%d].deck %q is not a known deck (see GET /api/decks)", i, p.Deck)
+		}
+		names[i], decks[i] = p.Name, p.Deck
+	}
+	var seed *uint64
+	if req.Seed != nil && string(*req.Seed) != "null" {
+		v, err := parseSeed(*req.Seed)
+		if err != nil {
+			return 0, nil, badRequest("bad_seed", "seed must be an integer in 0..18446744073709551615")
+		}
+		seed = &v
+	}
+	id, err := s.matches.CreateMatch(ctx, names, decks, seed)
+	if err != nil {
+		return 0, nil, fmt.Errorf("create match: %w", err)
+	}
+	s.metrics.matchesCreated.Add(1)
+	s.log.Info("edge: match created", "match", id, "decks", decks)
+	return http.StatusCreated, createMatchResponse{MatchID: id}, nil
+}
+
+func parseSeed(raw json.RawMessage) (uint64, error) {
+	text := strings.TrimSpace(string(raw))
+	if unq, err := strconv.Unquote(text); err == nil {
+		text = unq
+	}
+	v, err := strconv.ParseUint(text, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parse seed: %w", err)
+	}
+	return v, nil
+}
+
+func validateName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("must not be empty")
+	case len(name) > MaxPlayerNameLen:
+		return fmt.Errorf("longer than %d bytes", MaxPlayerNameLen)
+	case !utf8.ValidString(name):
+		return errors.New("not valid UTF-8")
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return errors.New("contains control characters")
+		}
+	}
+	return nil
+}
+
+func (s *Server) deckIDs() map[string]bool {
+	if s.cfg.Decks == nil {
+		return nil
+	}
+	ids := make(map[string]bool)
+	for _, d := range s.cfg.Decks() {
+		ids[d.ID] = true
+	}
+	return ids
+}
+
+type ticketRequest struct {
+	MatchID string       `json:"matchId"`
+	Seat    *json.Number `json:"seat"`
+}
+
+type ticketResponse struct {
+	Ticket      string `json:"ticket"`
+	MatchID     string `json:"matchId"`
+	Seat        int    `json:"seat"`
+	ExpiresAt   string `json:"expiresAt"`
+	ExpiresAtMs int64  `json:"expiresAtMs"`
+}
+
+func (s *Server) issueTicket(ctx context.Context, r *http.Request) (int, any, error) {
+	var req ticketRequest
+	if err := decodeBody(r, &req); err != nil {
+		return 0, nil, err
+	}
+	if err := ValidateMatchID(req.MatchID); err != nil {
+		return 0, nil, badRequest("bad_match_id", "matchId must be 1..%d printable ASCII characters", MaxMatchIDLen)
+	}
+	if req.Seat == nil {
+		return 0, nil, badRequest("bad_seat", "seat is required (0 or 1)")
+	}
+	seat, err := req.Seat.Int64()
+	if err != nil || (seat != 0 && seat != 1) {
+		return 0, nil, badRequest("bad_seat", "seat must be 0 or 1")
+	}
+	ok, err := s.matches.MatchExists(ctx, req.MatchID)
+	if err != nil {
+		return 0, nil, fmt.Errorf("match exists: %w", err)
+	}
+	if !ok {
+		return 0, nil, &httpError{http.StatusNotFound, "match_not_found", "no such match"}
+	}
+	t, err := s.tickets.Issue(req.MatchID, int(seat))
+	if err != nil {
+		return 0, nil, fmt.Errorf("issue ticket: %w", err)
+	}
+	s.metrics.ticketsIssued.Add(1)
+	return http.StatusOK, ticketResponse{
+		Ticket:      t.Token,
+		MatchID:     t.MatchID,
+		Seat:        t.Seat,
+		ExpiresAt:   t.ExpiresAt.Format(time.RFC3339Nano),
+		ExpiresAtMs: t.ExpiresAt.UnixMilli(),
+	}, nil
+}
+
+type decksResponse struct {
+	Decks []DeckInfo `json:"decks"`
+}
+
+func (s *Server) listDecks(context.Context, *http.Request) (int, any, error) {
+	decks := []DeckInfo{}
+	if s.cfg.Decks != nil {
+		decks = append(decks, s.cfg.Decks()...)
+	}
+	return http.StatusOK, decksResponse{Decks: decks}, nil
+}

@@ -1,0 +1,219 @@
+package edge
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/matchgrain/matchgrain/protocol"
+)
+
+// DeckInfo describes one deck for GET /api/decks.
+type DeckInfo struct {
+	// ID is what POST /api/matches takes as a player's deck ("S1").
+	ID string `json:"id"`
+	// Name is the display name.
+	Name string `json:"name"`
+	// Cards is the number of cards in the deck.
+	Cards int `json:"cards"`
+}
+
+// Config holds every setting of an edge Server. A zero field takes the
+// default named in its comment; New validates the result and refuses to start
+// with a setting that cannot work. Durations are protocol timers in
+// production and are scaled down by tests.
+type Config struct {
+	// TicketKey signs tickets (HMAC-SHA256); at least 32 bytes. Required.
+	TicketKey []byte
+	// TicketPreviousKeys are also accepted when verifying, for key rotation.
+	TicketPreviousKeys [][]byte
+	// TicketTTL is a ticket's validity (default 60 s).
+	TicketTTL time.Duration
+	// AdminToken is the bearer token of /api/*. Required; it is compared in
+	// constant time and never logged.
+	AdminToken string
+	// Decks lists the decks for GET /api/decks and for checking the decks of
+	// POST /api/matches. Nil: no decks are listed and deck ids are passed to
+	// Matches.CreateMatch unchecked.
+	Decks func() []DeckInfo
+
+	// HelloTimeout is how long a new connection has to send ClientHello (default 10 s).
+	HelloTimeout time.Duration
+	// HeartbeatIdle: after this long without a client frame the server sends
+	// ServerPing (default 20 s). Must be shorter than HeartbeatTimeout.
+	HeartbeatIdle time.Duration
+	// HeartbeatTimeout: this long after the last client frame the connection
+	// is closed with 4408 (default 40 s).
+	HeartbeatTimeout time.Duration
+	// WriteTimeout bounds every write to a client; a client that does not
+	// take a frame within it is disconnected (default 10 s).
+	WriteTimeout time.Duration
+	// RequestTimeout bounds each call into Matches (default 10 s).
+	RequestTimeout time.Duration
+	// CloseLinger is how long a closing connection keeps reading (and
+	// discarding) after the final frames, so that the close frame is not
+	// destroyed by a TCP reset (default 1 s).
+	CloseLinger time.Duration
+
+	// IntentsPerSecond is the per-connection intent rate (default 16).
+	IntentsPerSecond float64
+	// IntentBurst is how many intents may arrive at once (default 16).
+	IntentBurst int
+	// AbuseFactor and AbuseWindow: more than AbuseFactor × IntentsPerSecond
+	// frames per second sustained over AbuseWindow closes the connection with
+	// a fatal RateLimited and 4413 (defaults 4 and 2 s). Every frame after the
+	// handshake counts, not only intents, so that floods of pings or resyncs
+	// are caught too.
+	AbuseFactor float64
+	AbuseWindow time.Duration
+
+	// OutboundQueueFrames bounds the frames waiting to be written to one
+	// connection (default 512).
+	OutboundQueueFrames int
+	// OutboundQueueBytes bounds the bytes waiting to be written to one
+	// connection (default 4 MiB, at least protocol.MaxFrameBytes).
+	OutboundQueueBytes int
+
+	// AllowedOrigins lists the browser origins ("https://game.example.com")
+	// allowed to open /game; "*" allows any. Empty: requests without an Origin
+	// header and same-host origins only. Requests without Origin (non-browser
+	// clients) are always allowed.
+	AllowedOrigins []string
+	// MaxBodyBytes bounds an HTTP API request body (default 64 KiB).
+	MaxBodyBytes int64
+
+	// Logger receives the edge's logs (default slog.Default()). Tickets and
+	// frame contents are never logged.
+	Logger *slog.Logger
+}
+
+// Default settings.
+const (
+	DefaultHelloTimeout        = 10 * time.Second
+	DefaultHeartbeatIdle       = 20 * time.Second
+	DefaultHeartbeatTimeout    = 40 * time.Second
+	DefaultWriteTimeout        = 10 * time.Second
+	DefaultRequestTimeout      = 10 * time.Second
+	DefaultCloseLinger         = time.Second
+	DefaultIntentsPerSecond    = 16
+	DefaultIntentBurst         = 16
+	DefaultAbuseFactor         = 4
+	DefaultAbuseWindow         = 2 * time.Second
+	DefaultOutboundQueueFrames = 512
+	DefaultOutboundQueueBytes  = 4 << 20
+	DefaultMaxBodyBytes        = 64 << 10
+)
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	setDur := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	setDur(&c.TicketTTL, DefaultTicketTTL)
+	setDur(&c.HelloTimeout, DefaultHelloTimeout)
+	setDur(&c.HeartbeatIdle, DefaultHeartbeatIdle)
+	setDur(&c.HeartbeatTimeout, DefaultHeartbeatTimeout)
+	setDur(&c.WriteTimeout, DefaultWriteTimeout)
+	setDur(&c.RequestTimeout, DefaultRequestTimeout)
+	setDur(&c.CloseLinger, DefaultCloseLinger)
+	setDur(&c.AbuseWindow, DefaultAbuseWindow)
+	if c.IntentsPerSecond == 0 {
+		c.IntentsPerSecond = DefaultIntentsPerSecond
+	}
+	if c.IntentBurst == 0 {
+		c.IntentBurst = DefaultIntentBurst
+	}
+	if c.AbuseFactor == 0 {
+		c.AbuseFactor = DefaultAbuseFactor
+	}
+	if c.OutboundQueueFrames == 0 {
+		c.OutboundQueueFrames = DefaultOutboundQueueFrames
+	}
+	if c.OutboundQueueBytes == 0 {
+		c.OutboundQueueBytes = DefaultOutboundQueueBytes
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate reports the first setting that cannot work, with the flag-style
+// name of the setting. Zero fields are errors here: call it on a Config with
+// defaults applied (New does).
+func (c *Config) Validate() error {
+	positive := []struct {
+		name string
+		d    time.Duration
+	}{
+		{"ticket-ttl", c.TicketTTL},
+		{"hello-timeout", c.HelloTimeout},
+		{"heartbeat-idle", c.HeartbeatIdle},
+		{"heartbeat-timeout", c.HeartbeatTimeout},
+		{"write-timeout", c.WriteTimeout},
+		{"request-timeout", c.RequestTimeout},
+		{"close-linger", c.CloseLinger},
+		{"abuse-window", c.AbuseWindow},
+	}
+	switch {
+	case len(c.TicketKey) < MinTicketKeyLen:
+		return fmt.Errorf("ticket-key must be at least %d bytes", MinTicketKeyLen)
+	case c.AdminToken == "":
+		return errors.New("admin-token must not be empty")
+	}
+	for i, k := range c.TicketPreviousKeys {
+		if len(k) < MinTicketKeyLen {
+			return fmt.Errorf("ticket-previous-keys[%d] must be at least %d bytes", i, MinTicketKeyLen)
+		}
+	}
+	for _, p := range positive {
+		if p.d <= 0 {
+			return fmt.Errorf("%s must be positive", p.name)
+		}
+	}
+	switch {
+	case c.HeartbeatIdle >= c.HeartbeatTimeout:
+		return errors.New("heartbeat-idle must be shorter than heartbeat-timeout")
+	case c.IntentsPerSecond <= 0:
+		return errors.New("intents-per-second must be positive")
+	case c.IntentBurst < 1:
+		return errors.New("intent-burst must be at least 1")
+	case c.AbuseFactor <= 1:
+		return errors.New("abuse-factor must be greater than 1")
+	case c.OutboundQueueFrames < 1:
+		return errors.New("outbound-queue-frames must be at least 1")
+	case c.OutboundQueueBytes < protocol.MaxFrameBytes:
+		return fmt.Errorf("outbound-queue-bytes must be at least %d", protocol.MaxFrameBytes)
+	case c.MaxBodyBytes <= 0:
+		return errors.New("max-body-bytes must be positive")
+	}
+	for _, o := range c.AllowedOrigins {
+		if o == "*" {
+			continue
+		}
+		if _, err := parseOrigin(o); err != nil {
+			return fmt.Errorf("allowed-origins: %q is not an origin (scheme://host[:port])", o)
+		}
+	}
+	return nil
+}
+
+// parseOrigin normalises an origin to lowercase "scheme://host[:port]".
+func parseOrigin(o string) (string, error) {
+	u, err := url.Parse(o)
+	if err != nil {
+		return "", fmt.Errorf("parse origin: %w", err)
+	}
+	if u.Scheme == "" || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+		return "", errors.New("not scheme://host[:port]")
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host), nil
+}

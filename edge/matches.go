@@ -1,0 +1,128 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/matchgrain/matchgrain/protocol"
+)
+
+// Matches is the edge's view of the match cluster. The edge holds no match
+// state: everything it knows about a match comes through this interface, which
+// the actors package's Gateway satisfies. All methods are safe for concurrent
+// use and may block until ctx is done.
+type Matches interface {
+	// CreateMatch creates a match and returns its id. decks are deck ids
+	// ("S1", "S2"), names the players' display names, seed the engine seed
+	// (nil: the cluster picks one). Errors: ErrBadRequest, ErrUnavailable
+	// (retry later), others internal.
+	CreateMatch(ctx context.Context, names [2]string, decks [2]string, seed *uint64) (string, error)
+	// MatchExists reports whether matchID is known (for the ticket endpoint's 404).
+	MatchExists(ctx context.Context, matchID string) (bool, error)
+	// OpenSeat attaches a connection to a seat. The ticket (already verified
+	// by the edge: signature, expiry, match, seat) is consumed here exactly
+	// once, durably (ErrTicketUsed on reuse). On success the sink has ALREADY
+	// been given, in order, the ServerHello and then either ServerEvents
+	// (resume) or a ServerSnapshot, exactly as PROTOCOL.md §4.2/§9.8 say;
+	// afterwards every frame for this seat (intent results, events, clocks)
+	// arrives through sink.Deliver in order. Errors: ErrMatchNotFound,
+	// ErrTicketUsed, ErrUnavailable (retry later), others internal.
+	OpenSeat(ctx context.Context, req OpenSeatRequest, sink SeatSink) (Seat, error)
+}
+
+// OpenSeatRequest names the seat a verified ticket grants.
+type OpenSeatRequest struct {
+	// MatchID and Seat come from the ticket.
+	MatchID string
+	Seat    int
+	// TicketID is the ticket's random 128-bit id (32 hex digits); the match
+	// records it durably so that the ticket opens a seat at most once.
+	TicketID string
+	// TicketExpires is when the ticket stops being valid; a used-ticket record
+	// can be forgotten after it.
+	TicketExpires time.Time
+	// ResumeFromSeq is ClientHello.resumeFromSeq (never negative).
+	ResumeFromSeq int64
+}
+
+// Seat is one attached connection's handle. The edge calls its methods from
+// the connection's reader goroutine only, one at a time.
+type Seat interface {
+	// Intent submits an intent; its ServerIntentResult (and ServerEvents if
+	// accepted) arrive through the sink, in that order. Calls are made in
+	// the order the client sent the intents and the implementation must keep
+	// that order. It may block until the match has taken the intent in; an
+	// error means the match could not be reached (the edge closes the
+	// connection with 4500 so that the client resumes and retries the same
+	// intentId). The edge itself answers only what it decides alone
+	// (RateLimited, NotSupported for an unknown intent key, Malformed), using
+	// LastSeq() for the result's eventSeq.
+	Intent(ctx context.Context, intentID string, basedOnSeq int64, in protocol.Intent) error
+	// Resync asks for events from fromSeq (inclusive) or a snapshot; the
+	// frames arrive through the sink.
+	Resync(ctx context.Context, fromSeq int64, full bool) error
+	// LastSeq is the last eventSeq delivered to this seat. It must not block.
+	LastSeq() int64
+	// Close tells the match that the connection ended (leave: ClientLeave was
+	// received). The edge calls it exactly once per successful OpenSeat, also
+	// after the match detached the sink; for an attachment the match has
+	// already dropped (replaced, say) it must be a no-op. It must not block
+	// for long.
+	Close(leave bool)
+}
+
+// SeatSink receives the frames of one seat. The edge's sink never blocks:
+// Deliver enqueues and returns. It is called from one goroutine at a time.
+type SeatSink interface {
+	// Deliver hands over encoded server frames, in order. The edge keeps the
+	// slices (the caller must not modify them afterwards). When the
+	// connection's bounded queue is full the connection is closed instead.
+	Deliver(frames [][]byte)
+	// Detach tells the edge that the match dropped this attachment.
+	Detach(reason DetachReason)
+}
+
+// DetachReason says why a match dropped an attachment.
+type DetachReason int
+
+// Detach reasons.
+const (
+	// DetachReplaced: another connection took the seat; the edge closes
+	// with 4409 (TCP: ServerError SessionReplaced).
+	DetachReplaced DetachReason = iota + 1
+	// DetachUnavailable: the grain was lost and the attachment could not be
+	// re-established; the edge closes with 4500/Internal so that the client
+	// reconnects and resumes.
+	DetachUnavailable
+	// DetachShutdown: the match's node drains; the edge closes with 1001
+	// (TCP: ServerError Internal) so that the client reconnects elsewhere.
+	DetachShutdown
+)
+
+// String returns a short name for logs.
+func (r DetachReason) String() string {
+	switch r {
+	case DetachReplaced:
+		return "replaced"
+	case DetachUnavailable:
+		return "unavailable"
+	case DetachShutdown:
+		return "shutdown"
+	default:
+		return "unknown"
+	}
+}
+
+// Errors a Matches implementation returns for the edge to branch on.
+var (
+	// ErrMatchNotFound: the match does not exist (or was deleted).
+	ErrMatchNotFound = errors.New("edge: match not found")
+	// ErrTicketUsed: the ticket already opened a seat once.
+	ErrTicketUsed = errors.New("edge: ticket already used")
+	// ErrUnavailable: the match cannot be reached right now; retry later.
+	ErrUnavailable = errors.New("edge: match unavailable")
+	// ErrBadRequest: CreateMatch refused its arguments (an unknown deck,
+	// say); the HTTP API answers 400.
+	ErrBadRequest = errors.New("edge: bad request")
+)

@@ -1,0 +1,509 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/matchgrain/matchgrain/protocol"
+)
+
+// session is one client connection, the same for WebSocket and TCP. It runs
+// two goroutines: the reader (handshake, then one frame at a time, calls into
+// the Seat) and the writer (drains the outbox, sends pings, says goodbye).
+// Everything else reaches it through shutdown, which is idempotent.
+//
+// Lock order: dlMu, then outbox.mu. No lock is held while calling the Seat
+// or writing to the network.
+type session struct {
+	srv *Server
+	cfg *Config
+	t   transport
+	tcp bool
+
+	ctx    context.Context // cancelled by shutdown; bounds calls into Matches
+	cancel context.CancelFunc
+	out    *outbox
+
+	closing   chan struct{} // closed by shutdown
+	closeOnce sync.Once
+	reason    CloseReason // written once, before closing is closed
+
+	writerDone  chan struct{}
+	established atomic.Bool  // handshake complete
+	lastFrame   atomic.Int64 // Unix nanoseconds of the last client frame
+	seat        atomic.Pointer[seatRef]
+
+	// dlMu orders the reader's heartbeat deadline against the writer's
+	// linger deadline, so that the linger is never overwritten.
+	dlMu        sync.Mutex
+	lingerUntil time.Time
+
+	// Owned by the reader goroutine.
+	lim     limiter
+	matchID string
+	seatNo  int
+	started time.Time
+}
+
+type seatRef struct{ Seat }
+
+func newSession(srv *Server, t transport) *session {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &session{
+		srv:        srv,
+		cfg:        &srv.cfg,
+		t:          t,
+		tcp:        t.kind() == transportTCP,
+		ctx:        ctx,
+		cancel:     cancel,
+		out:        newOutbox(srv.cfg.OutboundQueueFrames, srv.cfg.OutboundQueueBytes),
+		closing:    make(chan struct{}),
+		writerDone: make(chan struct{}),
+		seatNo:     -1,
+		started:    time.Now(),
+	}
+}
+
+// shutdown starts closing the connection for reason r; only the first call
+// counts. An abortive reason closes the socket at once (the peer is gone or
+// not reading, so there is nobody to say goodbye to and blocked writes must
+// end); otherwise the writer flushes the queue and sends the goodbye.
+func (s *session) shutdown(r CloseReason) {
+	s.closeOnce.Do(func() {
+		s.reason = r
+		close(s.closing)
+		s.cancel()
+		if r.abortive() {
+			s.out.close()
+			s.t.close()
+		}
+	})
+}
+
+func (s *session) isClosing() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *session) currentSeat() Seat {
+	if r := s.seat.Load(); r != nil {
+		return r.Seat
+	}
+	return nil
+}
+
+func (s *session) lastSeq() int64 {
+	if seat := s.currentSeat(); seat != nil {
+		return seat.LastSeq()
+	}
+	return 0
+}
+
+// Deliver implements SeatSink: it queues frames for the writer and never
+// blocks. A full queue means the client is not reading: drop it.
+func (s *session) Deliver(frames [][]byte) {
+	if !s.out.push(frames...) {
+		s.shutdown(ReasonSlowConsumer)
+		return
+	}
+	s.srv.metrics.observeOutbound(frames)
+}
+
+// Detach implements SeatSink.
+func (s *session) Detach(r DetachReason) {
+	switch r {
+	case DetachReplaced:
+		s.shutdown(ReasonReplaced)
+	case DetachShutdown:
+		s.shutdown(ReasonMatchShutdown)
+	default:
+		s.shutdown(ReasonUnavailable)
+	}
+}
+
+// send encodes and queues a frame the edge answers by itself.
+func (s *session) send(f protocol.ServerFrame) {
+	b, err := protocol.EncodeServerFrame(f)
+	if err != nil {
+		s.srv.log.Error("edge: encode server frame", "kind", f.ServerFrameKind(), "err", err)
+		s.shutdown(ReasonInternal)
+		return
+	}
+	if !s.out.push(b) {
+		s.shutdown(ReasonSlowConsumer)
+	}
+}
+
+// setReadDeadline sets the reader's deadline unless the session is closing
+// (then the writer's linger deadline stands); it reports whether to go on.
+func (s *session) setReadDeadline(d time.Time) bool {
+	s.dlMu.Lock()
+	defer s.dlMu.Unlock()
+	if s.isClosing() {
+		return false
+	}
+	if err := s.t.setReadDeadline(d); err != nil {
+		s.shutdown(ReasonPeerClosed)
+		return false
+	}
+	return true
+}
+
+// readLoop is the reader goroutine.
+func (s *session) readLoop() {
+	defer s.finishRead()
+	if !s.handshake() {
+		return
+	}
+	for {
+		if !s.setReadDeadline(time.Unix(0, s.lastFrame.Load()).Add(s.cfg.HeartbeatTimeout)) {
+			return
+		}
+		b, err := s.t.readFrame()
+		if err != nil {
+			s.shutdown(s.readErrorReason(err, ReasonHeartbeatTimeout))
+			return
+		}
+		if s.isClosing() {
+			return
+		}
+		now := time.Now()
+		s.lastFrame.Store(now.UnixNano())
+		s.countIn(len(b))
+		s.handleFrame(b, now)
+	}
+}
+
+func (s *session) countIn(n int) {
+	m := s.srv.metrics
+	m.framesIn[s.t.kind()].Add(1)
+	m.bytesIn[s.t.kind()].Add(uint64(n))
+}
+
+// readErrorReason classifies a read error; onTimeout is the reason for a
+// passed read deadline (hello or heartbeat).
+func (s *session) readErrorReason(err error, onTimeout CloseReason) CloseReason {
+	switch {
+	case s.isClosing():
+		return s.reason
+	case isTimeout(err):
+		return onTimeout
+	case errors.Is(err, protocol.ErrFrameTooLarge):
+		return ReasonFrameTooLarge
+	case errors.Is(err, protocol.ErrMalformed), errors.Is(err, errNotBinary), errors.Is(err, errEmptyFrame):
+		return ReasonMalformedFrame
+	default:
+		return ReasonPeerClosed
+	}
+}
+
+// isTimeout reports a passed deadline. gorilla/websocket hides the net
+// error behind its own type, which does not unwrap, hence the net.Error check.
+func isTimeout(err error) bool {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// decodeReason classifies a DecodeClientFrame error other than an unknown intent.
+func decodeReason(err error) CloseReason {
+	if errors.Is(err, protocol.ErrFrameTooLarge) {
+		return ReasonFrameTooLarge
+	}
+	return ReasonMalformedFrame
+}
+
+// handshake reads and checks ClientHello and opens the seat. On failure it
+// has called shutdown with the reason and returns false.
+func (s *session) handshake() bool {
+	if !s.setReadDeadline(time.Now().Add(s.cfg.HelloTimeout)) {
+		return false
+	}
+	b, err := s.t.readFrame()
+	if err != nil {
+		s.shutdown(s.readErrorReason(err, ReasonHelloTimeout))
+		return false
+	}
+	s.countIn(len(b))
+	f, err := protocol.DecodeClientFrame(b)
+	if err != nil && !errors.Is(err, protocol.ErrUnknownIntent) {
+		s.shutdown(decodeReason(err))
+		return false
+	}
+	hello, ok := f.(*protocol.ClientHello)
+	if !ok {
+		s.shutdown(ReasonProtocolViolation)
+		return false
+	}
+	if hello.ProtocolVersion != protocol.Version {
+		s.shutdown(ReasonUnsupportedVersion)
+		return false
+	}
+	claims, err := s.srv.tickets.Verify(hello.Ticket)
+	if err != nil {
+		if errors.Is(err, ErrTicketExpired) {
+			s.shutdown(ReasonTicketExpired)
+		} else {
+			s.shutdown(ReasonInvalidTicket)
+		}
+		return false
+	}
+	s.matchID, s.seatNo = claims.MatchID, claims.Seat
+	req := OpenSeatRequest{
+		MatchID:       claims.MatchID,
+		Seat:          claims.Seat,
+		TicketID:      claims.ID,
+		TicketExpires: claims.ExpiresAt,
+		ResumeFromSeq: max(hello.ResumeFromSeq, 0),
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
+	seat, err := s.srv.matches.OpenSeat(ctx, req, s)
+	cancel()
+	if err != nil {
+		s.seatFailed("open seat", err)
+		return false
+	}
+	s.seat.Store(&seatRef{seat})
+	now := time.Now()
+	s.lastFrame.Store(now.UnixNano())
+	s.lim = newLimiter(s.cfg, now)
+	s.established.Store(true)
+	return true
+}
+
+// seatFailed closes the connection after a call into Matches failed.
+func (s *session) seatFailed(op string, err error) {
+	var r CloseReason
+	switch {
+	case s.isClosing():
+		return
+	case errors.Is(err, ErrMatchNotFound):
+		r = ReasonMatchNotFound
+	case errors.Is(err, ErrTicketUsed):
+		r = ReasonTicketUsed
+	case errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		r = ReasonUnavailable
+	default:
+		r = ReasonInternal
+	}
+	if r == ReasonUnavailable || r == ReasonInternal {
+		s.srv.log.Warn("edge: match call failed", "op", op, "match", s.matchID, "seat", s.seatNo, "err", err)
+	}
+	s.shutdown(r)
+}
+
+// handleFrame processes one frame after the handshake.
+func (s *session) handleFrame(b []byte, now time.Time) {
+	if !s.lim.abuse.take(now) {
+		s.shutdown(ReasonRateLimited)
+		return
+	}
+	f, err := protocol.DecodeClientFrame(b)
+	if err != nil {
+		var unknown *protocol.UnknownIntentError
+		if !errors.As(err, &unknown) {
+			s.shutdown(decodeReason(err))
+			return
+		}
+		if s.limitIntent(unknown.IntentID, now) {
+			s.srv.metrics.intents[intentNotSupported].Add(1)
+			s.reject(unknown.IntentID, protocol.RejectNotSupported, "unknown intent")
+		}
+		return
+	}
+	seat := s.currentSeat()
+	switch f := f.(type) {
+	case *protocol.ClientIntent:
+		if !s.limitIntent(f.IntentID, now) {
+			return
+		}
+		s.srv.metrics.intents[intentForwarded].Add(1)
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
+		err := seat.Intent(ctx, f.IntentID, f.BasedOnSeq, f.Intent)
+		cancel()
+		if err != nil {
+			s.seatFailed("intent", err)
+		}
+	case *protocol.ClientResync:
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
+		err := seat.Resync(ctx, max(f.FromSeq, 0), f.FullSnapshot)
+		cancel()
+		if err != nil {
+			s.seatFailed("resync", err)
+		}
+	case *protocol.ClientPing:
+		s.send(&protocol.ServerPong{Nonce: f.Nonce, ServerTimeMs: now.UnixMilli()})
+	case *protocol.ClientPong:
+		// Activity only; lastFrame is already updated.
+	case *protocol.ClientLeave:
+		// The match learns of the leave before the client sees the 1000.
+		s.seat.Store(nil)
+		seat.Close(true)
+		s.shutdown(ReasonClientLeave)
+	default: // a second ClientHello
+		s.shutdown(ReasonProtocolViolation)
+	}
+}
+
+// limitIntent spends an intent token; without one it answers RateLimited
+// and returns false.
+func (s *session) limitIntent(intentID string, now time.Time) bool {
+	if s.lim.intents.take(now) {
+		return true
+	}
+	s.srv.metrics.intents[intentRateLimited].Add(1)
+	s.reject(intentID, protocol.RejectRateLimited, "rate limited")
+	return false
+}
+
+func (s *session) reject(intentID string, code protocol.IntentRejectCode, reason string) {
+	s.send(&protocol.ServerIntentResult{
+		IntentID: intentID,
+		Code:     code,
+		Reason:   reason,
+		EventSeq: s.lastSeq(),
+	})
+}
+
+// finishRead runs when the reader stops: it releases the seat, waits for the
+// writer's goodbye, lingers so that the goodbye is read rather than reset
+// away, and closes the socket.
+func (s *session) finishRead() {
+	if seat := s.currentSeat(); seat != nil {
+		seat.Close(false)
+	}
+	s.shutdown(ReasonInternal) // no-op unless a path above forgot to
+	<-s.writerDone
+	s.dlMu.Lock()
+	until := s.lingerUntil
+	s.dlMu.Unlock()
+	if !until.IsZero() {
+		if err := s.t.setReadDeadline(until); err == nil {
+			s.t.drain()
+		}
+	}
+	s.t.close()
+	s.srv.sessionDone(s)
+}
+
+// writeLoop is the writer goroutine.
+func (s *session) writeLoop() {
+	defer close(s.writerDone)
+	var batch [][]byte
+	hb := time.NewTimer(s.cfg.HeartbeatIdle)
+	defer hb.Stop()
+	var pingedFor int64
+	var nonce int64
+	for {
+		select {
+		case <-s.out.ready:
+			batch = s.out.take(batch)
+			if !s.write(batch) {
+				return
+			}
+			clear(batch)
+		case now := <-hb.C:
+			next := s.cfg.HeartbeatIdle
+			if s.established.Load() {
+				last := s.lastFrame.Load()
+				idle := time.Duration(now.UnixNano() - last)
+				switch {
+				case idle < s.cfg.HeartbeatIdle:
+					next = s.cfg.HeartbeatIdle - idle
+				case pingedFor != last:
+					pingedFor = last
+					nonce++
+					s.send(&protocol.ServerPing{Nonce: nonce, ServerTimeMs: now.UnixMilli()})
+				}
+			}
+			hb.Reset(next)
+		case <-s.closing:
+			s.goodbye(batch)
+			return
+		}
+	}
+}
+
+// write sends a batch; on failure it drops the connection.
+func (s *session) write(batch [][]byte) bool {
+	if len(batch) == 0 {
+		return true
+	}
+	n, err := s.t.writeFrames(batch, time.Now().Add(s.cfg.WriteTimeout))
+	k := s.t.kind()
+	s.srv.metrics.bytesOut[k].Add(uint64(n))
+	if err != nil {
+		s.shutdown(ReasonWriteFailed)
+		return false
+	}
+	s.srv.metrics.framesOut[k].Add(uint64(len(batch)))
+	return true
+}
+
+// goodbye flushes what is queued, writes the reason's final frames and
+// half-closes, all within one WriteTimeout, then arms the linger.
+func (s *session) goodbye(batch [][]byte) {
+	r := s.reason
+	if r.abortive() {
+		return
+	}
+	deadline := time.Now().Add(s.cfg.WriteTimeout)
+	batch = s.out.take(batch)
+	s.out.close()
+	if len(batch) > 0 {
+		n, err := s.t.writeFrames(batch, deadline)
+		s.srv.metrics.bytesOut[s.t.kind()].Add(uint64(n))
+		if err != nil {
+			return
+		}
+		s.srv.metrics.framesOut[s.t.kind()].Add(uint64(len(batch)))
+	}
+	var errFrame []byte
+	if ef, ok := r.errorFrame(s.tcp, s.lastSeq()); ok {
+		b, err := protocol.EncodeServerFrame(ef)
+		if err != nil {
+			s.srv.log.Error("edge: encode closing error", "reason", r.String(), "err", err)
+		} else {
+			errFrame = b
+			s.srv.metrics.framesOut[s.t.kind()].Add(1)
+		}
+	}
+	if err := s.t.writeGoodbye(errFrame, r.CloseCode(), r.info().text, deadline); err != nil {
+		return
+	}
+	s.t.closeWrite()
+	s.dlMu.Lock()
+	s.lingerUntil = time.Now().Add(s.cfg.CloseLinger)
+	if err := s.t.setReadDeadline(s.lingerUntil); err != nil {
+		s.lingerUntil = time.Time{}
+	}
+	s.dlMu.Unlock()
+}
+
+// logClosed writes the connection's one log line.
+func (s *session) logClosed() {
+	r := s.reason
+	level := slog.LevelDebug
+	if r == ReasonInternal || r == ReasonUnavailable {
+		level = slog.LevelWarn
+	}
+	s.srv.log.Log(context.Background(), level, "edge: connection closed",
+		"reason", r.String(),
+		"transport", transportNames[s.t.kind()],
+		"remote", s.t.remoteAddr(),
+		"match", s.matchID,
+		"seat", s.seatNo,
+		"duration", time.Since(s.started).Round(time.Millisecond))
+}

@@ -1,0 +1,256 @@
+package edge
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/matchgrain/matchgrain/protocol"
+)
+
+// transport is one client connection's byte pipe: WebSocket or the TCP
+// fallback. The session calls readFrame, setReadDeadline and drain from its
+// reader goroutine and the write methods from its writer goroutine only;
+// close may be called from anywhere, any number of times.
+type transport interface {
+	// readFrame returns the next frame's payload, valid until the next call.
+	// Errors: errNotBinary, errEmptyFrame, protocol.ErrFrameTooLarge,
+	// protocol.ErrMalformed, timeouts (os.ErrDeadlineExceeded), and anything
+	// meaning the peer is gone.
+	readFrame() ([]byte, error)
+	setReadDeadline(t time.Time) error
+	// drain reads and discards until an error (the read deadline, usually).
+	drain()
+	// writeFrames writes frames in order, finishing before deadline.
+	writeFrames(frames [][]byte, deadline time.Time) (int, error)
+	// writeGoodbye writes the final ServerError (nil: none) and, on
+	// WebSocket, a close frame with code (0: none) and text.
+	writeGoodbye(errFrame []byte, code int, text string, deadline time.Time) error
+	// closeWrite half-closes the connection so that the peer reads all that
+	// was written, then end of stream.
+	closeWrite()
+	close()
+	kind() int // transportWS or transportTCP
+	remoteAddr() string
+}
+
+var (
+	// errNotBinary: a WebSocket text message; the protocol takes binary only.
+	errNotBinary = errors.New("edge: text message")
+	// errEmptyFrame: a WebSocket binary message with no payload.
+	errEmptyFrame = errors.New("edge: empty message")
+)
+
+// wsReadStart is a WebSocket reader's first buffer size; it grows by
+// doubling up to protocol.MaxFrameBytes+1 and is dropped after an unusually
+// large frame, so idle connections hold little memory.
+const (
+	wsReadStart = 512
+	wsReadKeep  = 64 << 10
+)
+
+type wsTransport struct {
+	c         *websocket.Conn
+	buf       []byte
+	closeOnce sync.Once
+}
+
+func newWSTransport(c *websocket.Conn) *wsTransport { return &wsTransport{c: c} }
+
+// readFrame enforces protocol.MaxFrameBytes itself instead of through
+// websocket.Conn.SetReadLimit: gorilla answers its own limit with a close
+// 1009 and then refuses further writes, which would make the ServerError
+// (MalformedFrame) + 4400 of PROTOCOL.md §2 impossible. Reading at most
+// MaxFrameBytes+1 bytes of the message bounds memory by the same number, and
+// nothing is decoded before the size is known to be within the limit.
+func (t *wsTransport) readFrame() ([]byte, error) {
+	mt, r, err := t.c.NextReader()
+	if err != nil {
+		return nil, err
+	}
+	if mt != websocket.BinaryMessage {
+		return nil, errNotBinary
+	}
+	buf := t.buf[:0]
+	if cap(buf) == 0 {
+		buf = make([]byte, 0, wsReadStart)
+	}
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) > protocol.MaxFrameBytes {
+				return nil, fmt.Errorf("%w: websocket message over %d bytes", protocol.ErrFrameTooLarge, protocol.MaxFrameBytes)
+			}
+			grown := make([]byte, len(buf), min(2*cap(buf), protocol.MaxFrameBytes+1))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(buf) > protocol.MaxFrameBytes {
+		return nil, fmt.Errorf("%w: websocket message over %d bytes", protocol.ErrFrameTooLarge, protocol.MaxFrameBytes)
+	}
+	if cap(buf) <= wsReadKeep {
+		t.buf = buf[:0]
+	} else {
+		t.buf = nil
+	}
+	if len(buf) == 0 {
+		return nil, errEmptyFrame
+	}
+	return buf, nil
+}
+
+func (t *wsTransport) setReadDeadline(d time.Time) error {
+	if err := t.c.SetReadDeadline(d); err != nil {
+		return fmt.Errorf("set read deadline: %w", err)
+	}
+	return nil
+}
+
+func (t *wsTransport) drain() {
+	for {
+		_, r, err := t.c.NextReader()
+		if err != nil {
+			return
+		}
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			return
+		}
+	}
+}
+
+func (t *wsTransport) writeFrames(frames [][]byte, deadline time.Time) (int, error) {
+	if err := t.c.SetWriteDeadline(deadline); err != nil {
+		return 0, fmt.Errorf("set write deadline: %w", err)
+	}
+	n := 0
+	for _, f := range frames {
+		if err := t.c.WriteMessage(websocket.BinaryMessage, f); err != nil {
+			return n, fmt.Errorf("write websocket message: %w", err)
+		}
+		n += len(f)
+	}
+	return n, nil
+}
+
+func (t *wsTransport) writeGoodbye(errFrame []byte, code int, text string, deadline time.Time) error {
+	if errFrame != nil {
+		if _, err := t.writeFrames([][]byte{errFrame}, deadline); err != nil {
+			return err
+		}
+	}
+	if code == 0 {
+		return nil
+	}
+	if err := t.c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), deadline); err != nil {
+		return fmt.Errorf("write close frame: %w", err)
+	}
+	return nil
+}
+
+func (t *wsTransport) closeWrite() { halfClose(t.c.NetConn()) }
+
+func (t *wsTransport) close() {
+	t.closeOnce.Do(func() {
+		// The peer may be gone already; there is nothing left to tell it.
+		_ = t.c.NetConn().Close()
+	})
+}
+
+func (t *wsTransport) kind() int          { return transportWS }
+func (t *wsTransport) remoteAddr() string { return t.c.RemoteAddr().String() }
+
+// tcpWriteBuffer batches the frames of one writeFrames call into few writes.
+const tcpWriteBuffer = 4 << 10
+
+type tcpTransport struct {
+	conn      net.Conn
+	fr        *protocol.FrameReader
+	bw        *bufio.Writer
+	closeOnce sync.Once
+}
+
+func newTCPTransport(c net.Conn) *tcpTransport {
+	return &tcpTransport{
+		conn: c,
+		fr:   protocol.NewFrameReader(c, protocol.MaxFrameBytes),
+		bw:   bufio.NewWriterSize(c, tcpWriteBuffer),
+	}
+}
+
+func (t *tcpTransport) readFrame() ([]byte, error) {
+	b, err := t.fr.ReadFrame()
+	if err != nil {
+		return nil, fmt.Errorf("read tcp frame: %w", err)
+	}
+	return b, nil
+}
+
+func (t *tcpTransport) setReadDeadline(d time.Time) error {
+	if err := t.conn.SetReadDeadline(d); err != nil {
+		return fmt.Errorf("set read deadline: %w", err)
+	}
+	return nil
+}
+
+func (t *tcpTransport) drain() {
+	// The stream may be mid-frame: discard raw bytes, not frames.
+	_, _ = io.Copy(io.Discard, t.conn) // ends at the deadline or EOF; either is fine
+}
+
+func (t *tcpTransport) writeFrames(frames [][]byte, deadline time.Time) (int, error) {
+	if err := t.conn.SetWriteDeadline(deadline); err != nil {
+		return 0, fmt.Errorf("set write deadline: %w", err)
+	}
+	n := 0
+	for _, f := range frames {
+		if err := protocol.WriteFrame(t.bw, f); err != nil {
+			return n, fmt.Errorf("write tcp frame: %w", err)
+		}
+		n += len(f)
+	}
+	if err := t.bw.Flush(); err != nil {
+		return n, fmt.Errorf("flush tcp frames: %w", err)
+	}
+	return n, nil
+}
+
+func (t *tcpTransport) writeGoodbye(errFrame []byte, _ int, _ string, deadline time.Time) error {
+	if errFrame == nil {
+		return nil
+	}
+	_, err := t.writeFrames([][]byte{errFrame}, deadline)
+	return err
+}
+
+func (t *tcpTransport) closeWrite() { halfClose(t.conn) }
+
+func (t *tcpTransport) close() {
+	t.closeOnce.Do(func() {
+		_ = t.conn.Close() // the peer may be gone already
+	})
+}
+
+func (t *tcpTransport) kind() int          { return transportTCP }
+func (t *tcpTransport) remoteAddr() string { return t.conn.RemoteAddr().String() }
+
+// halfClose sends FIN after everything written so far, where the connection
+// supports it (TLS and pipes do not; they are closed in full later).
+func halfClose(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite() // best effort: the full close follows anyway
+	}
+}
