@@ -2,9 +2,7 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -168,6 +166,3 @@ func eventually(t *testing.T, timeout time.Duration, f func() error) {
 	}
 	t.Fatalf("condition not met within %v: %v", timeout, err)
 }
-
-var _ = io.Discard
-var _ = context.Background

@@ -1,0 +1,352 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/matchgrain/matchgrain/client"
+	"github.com/matchgrain/matchgrain/persistence/pgtest"
+	"github.com/matchgrain/matchgrain/protocol"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// rawSeat is a plain protocol connection, so the test controls intent ids.
+type rawSeat struct {
+	t    *testing.T
+	c    *client.Conn
+	seat int
+}
+
+func dialSeat(t *testing.T, admin *client.Admin, edgeHTTP, matchID string, seat int, resume int64) (*rawSeat, *protocol.ServerHello) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tk, err := admin.Ticket(ctx, matchID, seat)
+	if err != nil {
+		t.Fatalf("ticket: %v", err)
+	}
+	c, err := client.Dial(ctx, "ws://"+edgeHTTP+"/game", client.DialOptions{})
+	if err != nil {
+		t.Fatalf("dial %s: %v", edgeHTTP, err)
+	}
+	t.Cleanup(func() { _ = c.Close() }) // a second close after the server's is expected to fail
+	if err := c.Send(&protocol.ClientHello{ProtocolVersion: 1, Ticket: tk.Ticket, ClientBuild: "chaos-test", ResumeFromSeq: resume}); err != nil {
+		t.Fatalf("hello: %v", err)
+	}
+	r := &rawSeat{t: t, c: c, seat: seat}
+	h, ok := r.recv(20 * time.Second).(*protocol.ServerHello)
+	if !ok {
+		t.Fatalf("first frame is not a ServerHello")
+	}
+	return r, h
+}
+
+func (r *rawSeat) recv(timeout time.Duration) protocol.ServerFrame {
+	r.t.Helper()
+	if err := r.c.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+		r.t.Fatalf("deadline: %v", err)
+	}
+	f, err := r.c.Recv()
+	if err != nil {
+		r.t.Fatalf("seat %d recv: %v", r.seat, err)
+	}
+	return f
+}
+
+// await reads frames until one satisfies pred.
+func await[T protocol.ServerFrame](r *rawSeat, timeout time.Duration, pred func(T) bool) T {
+	r.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			var zero T
+			r.t.Fatalf("seat %d: no %T within %v", r.seat, zero, timeout)
+		}
+		if f, ok := r.recv(left).(T); ok && pred(f) {
+			return f
+		}
+	}
+}
+
+func (r *rawSeat) view() protocol.MatchView {
+	r.t.Helper()
+	if err := r.c.Send(&protocol.ClientResync{FullSnapshot: true}); err != nil {
+		r.t.Fatalf("resync: %v", err)
+	}
+	return await(r, 30*time.Second, func(*protocol.ServerSnapshot) bool { return true }).View
+}
+
+func (r *rawSeat) intent(id string, based int64, in protocol.Intent, timeout time.Duration) *protocol.ServerIntentResult {
+	r.t.Helper()
+	if err := r.c.Send(&protocol.ClientIntent{IntentID: id, BasedOnSeq: based, Intent: in}); err != nil {
+		r.t.Fatalf("send intent: %v", err)
+	}
+	return await(r, timeout, func(f *protocol.ServerIntentResult) bool { return f.IntentID == id })
+}
+
+// firstPlay is the decider's first legal intent other than Concede.
+func firstPlay(v protocol.MatchView) protocol.Intent {
+	for _, in := range v.LegalIntents {
+		if in.IntentKind() != protocol.IntentConcede {
+			return in
+		}
+	}
+	return nil
+}
+
+// chaosCluster is two match members and one edge-only member sharing a
+// throwaway PostgreSQL schema.
+type chaosCluster struct {
+	schema string
+	common []string
+	a, b   *proc
+	edge   *proc
+	admin  *client.Admin
+}
+
+func startChaosCluster(t *testing.T) *chaosCluster {
+	t.Helper()
+	cc := &chaosCluster{schema: pgtest.NewSchema(t)}
+	cc.common = []string{
+		"--database-url", pgtest.URL(t), "--database-schema", cc.schema,
+		"--cluster-name", "chaos-" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		"--seat-keepalive", "200ms", "--reclaim-interval", "2s",
+	}
+	cc.a = startProc(t, "a", cc.common...)
+	cc.b = startProc(t, "b", append(cc.common, "--join", cc.a.gossip)...)
+	cc.edge = startProc(t, "e", append(cc.common, "--join", cc.a.gossip, "--edge-only")...)
+	cc.admin = client.NewAdmin("http://"+cc.edge.http, testAdminToken, nil)
+	return cc
+}
+
+func (cc *chaosCluster) createMatch(t *testing.T, seed uint64) string {
+	t.Helper()
+	var id string
+	eventually(t, 30*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var err error
+		id, err = cc.admin.CreateMatch(ctx, [2]client.PlayerSpec{{Name: "A", Deck: "S1"}, {Name: "B", Deck: "S2"}}, &seed)
+		return err
+	})
+	return id
+}
+
+// owner reads which member holds the match's current epoch.
+func (cc *chaosCluster) owner(t *testing.T, matchID string) (string, int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, pgtest.URL(t))
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer func() { _ = conn.Close(ctx) }() // read-only connection
+	var owner string
+	var epoch int64
+	q := fmt.Sprintf("SELECT owner, epoch FROM %s.matches WHERE match_id = $1", pgx.Identifier{cc.schema}.Sanitize())
+	if err := conn.QueryRow(ctx, q, matchID).Scan(&owner, &epoch); err != nil {
+		t.Fatalf("owner of %s: %v", matchID, err)
+	}
+	return owner, epoch
+}
+
+// logEpochs returns the epoch of every log entry of the match, in seq order.
+func (cc *chaosCluster) logEpochs(t *testing.T, matchID string) []int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, pgtest.URL(t))
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	q := fmt.Sprintf("SELECT seq, epoch FROM %s.match_log WHERE match_id = $1 ORDER BY seq", pgx.Identifier{cc.schema}.Sanitize())
+	rows, err := conn.Query(ctx, q, matchID)
+	if err != nil {
+		t.Fatalf("log of %s: %v", matchID, err)
+	}
+	var epochs []int64
+	var want int64 = 1
+	for rows.Next() {
+		var seq, epoch int64
+		if err := rows.Scan(&seq, &epoch); err != nil {
+			t.Fatalf("scan: %v", err)
+		}
+		if seq != want {
+			t.Fatalf("log of %s has seq %d where %d belongs", matchID, seq, want)
+		}
+		want++
+		epochs = append(epochs, epoch)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("rows: %v", err)
+	}
+	return epochs
+}
+
+func (cc *chaosCluster) procByMember(id string) *proc {
+	for _, p := range []*proc{cc.a, cc.b} {
+		if p.member == id {
+			return p
+		}
+	}
+	return nil
+}
+
+// play makes n accepted moves, each by whichever seat decides, and returns
+// the id, eventSeq and seat of the last acknowledged intent.
+func play(t *testing.T, seats [2]*rawSeat, prefix string, n int) (string, int64, *rawSeat) {
+	t.Helper()
+	var lastID string
+	var lastSeq int64
+	var lastSeat *rawSeat
+	for i := 0; i < n; i++ {
+		v := seats[0].view()
+		s := seats[0]
+		in := firstPlay(v)
+		if in == nil {
+			v = seats[1].view()
+			s, in = seats[1], firstPlay(v)
+		}
+		if in == nil {
+			t.Fatalf("nobody can move at seq %d (finished=%v)", v.EventSeq, v.IsFinished)
+		}
+		id := fmt.Sprintf("%s-%d", prefix, i)
+		res := s.intent(id, v.EventSeq, in, 30*time.Second)
+		if !res.Accepted {
+			t.Fatalf("intent %s (%T) rejected: %+v", id, in, res)
+		}
+		lastID, lastSeq, lastSeat = id, res.EventSeq, s
+	}
+	return lastID, lastSeq, lastSeat
+}
+
+// TestChaosKillOwnerMatchContinues kills -9 the member that owns a match
+// while two players are connected through an edge-only member, and checks
+// that (a) the match answers again from the other member, (b) every
+// acknowledged intent is still there, (c) a re-sent intent id is a
+// duplicate, and that the log was written by epochs in order only.
+func TestChaosKillOwnerMatchContinues(t *testing.T) {
+	cc := startChaosCluster(t)
+	id := cc.createMatch(t, 7)
+	var seats [2]*rawSeat
+	for s := range 2 {
+		seats[s], _ = dialSeat(t, cc.admin, cc.edge.http, id, s, 0)
+		await(seats[s], 20*time.Second, func(*protocol.ServerSnapshot) bool { return true })
+	}
+	lastID, lastSeq, lastSeat := play(t, seats, "before", 8)
+
+	ownerID, epoch := cc.owner(t, id)
+	victim := cc.procByMember(ownerID)
+	if victim == nil {
+		t.Fatalf("owner %s is not a match member", ownerID)
+	}
+	killed := time.Now()
+	victim.kill()
+
+	// The next move goes through as soon as the other member took over.
+	v := seats[0].view()
+	s, in := seats[0], firstPlay(v)
+	if in == nil {
+		v = seats[1].view()
+		s, in = seats[1], firstPlay(v)
+	}
+	res := s.intent("after-kill", v.EventSeq, in, 60*time.Second)
+	failover := time.Since(killed)
+	if !res.Accepted {
+		t.Fatalf("first intent after the kill rejected: %+v", res)
+	}
+	t.Logf("kill -9 of the owner → match answered again after %v", failover)
+	if v.EventSeq < lastSeq {
+		t.Fatalf("acknowledged events lost: view at seq %d, last acknowledged %d", v.EventSeq, lastSeq)
+	}
+	newOwner, newEpoch := cc.owner(t, id)
+	if newOwner == ownerID || newEpoch <= epoch {
+		t.Fatalf("owner %s epoch %d after the kill (was %s, %d)", newOwner, newEpoch, ownerID, epoch)
+	}
+	// The last intent acknowledged before the kill, re-sent: a duplicate.
+	dup := lastSeat.intent(lastID, lastSeq, protocol.EndTurn{}, 30*time.Second)
+	if !dup.Duplicate || !dup.Accepted || dup.EventSeq != lastSeq {
+		t.Fatalf("re-sent %s: %+v, want duplicate at seq %d", lastID, dup, lastSeq)
+	}
+	play(t, seats, "after", 4)
+	epochs := cc.logEpochs(t, id)
+	if !slices.IsSorted(epochs) {
+		t.Fatalf("log epochs out of order (two writers?): %v", epochs)
+	}
+}
+
+// TestChaosFrozenOwnerIsFenced freezes the owner (SIGSTOP) instead of killing
+// it: the match moves on, and when the old owner wakes up its stale
+// activation cannot write; the member learns it was dropped and exits.
+func TestChaosFrozenOwnerIsFenced(t *testing.T) {
+	cc := startChaosCluster(t)
+	id := cc.createMatch(t, 11)
+	var seats [2]*rawSeat
+	for s := range 2 {
+		seats[s], _ = dialSeat(t, cc.admin, cc.edge.http, id, s, 0)
+		await(seats[s], 20*time.Second, func(*protocol.ServerSnapshot) bool { return true })
+	}
+	play(t, seats, "before", 4)
+	ownerID, _ := cc.owner(t, id)
+	victim := cc.procByMember(ownerID)
+	if err := victim.signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("SIGSTOP: %v", err)
+	}
+	play(t, seats, "frozen", 4)
+	if err := victim.signal(syscall.SIGCONT); err != nil {
+		t.Fatalf("SIGCONT: %v", err)
+	}
+	select {
+	case <-victim.done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the resumed stale member did not notice it was dropped:\n%s", victim.logTail())
+	}
+	play(t, seats, "after", 2)
+	epochs := cc.logEpochs(t, id)
+	if !slices.IsSorted(epochs) {
+		t.Fatalf("log epochs out of order after the stale member woke: %v", epochs)
+	}
+}
+
+// TestClusterTakeoverAcrossEdges: a seat connected through member a's edge
+// is taken over by a connection through member b's edge (4409 for the old one).
+func TestClusterTakeoverAcrossEdges(t *testing.T) {
+	cc := startChaosCluster(t)
+	id := cc.createMatch(t, 3)
+	aAdmin := client.NewAdmin("http://"+cc.a.http, testAdminToken, nil)
+	old, _ := dialSeat(t, aAdmin, cc.a.http, id, 0, 0)
+	await(old, 20*time.Second, func(*protocol.ServerSnapshot) bool { return true })
+	bAdmin := client.NewAdmin("http://"+cc.b.http, testAdminToken, nil)
+	fresh, _ := dialSeat(t, bAdmin, cc.b.http, id, 0, 0)
+	await(fresh, 20*time.Second, func(*protocol.ServerSnapshot) bool { return true })
+	if err := old.c.SetReadDeadline(time.Now().Add(20 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, err := old.c.Recv()
+		if err == nil {
+			continue
+		}
+		var ce *client.CloseError
+		if !errors.As(err, &ce) || ce.Code != protocol.CloseReplaced {
+			t.Fatalf("old connection ended with %v, want close 4409", err)
+		}
+		break
+	}
+	v := fresh.view()
+	if v.You != 0 || v.MatchID != id {
+		t.Fatalf("new connection's view: you=%d match=%s", v.You, v.MatchID)
+	}
+}
