@@ -68,6 +68,12 @@ type GatewayConfig struct {
 type Gateway struct {
 	cfg GatewayConfig
 	log *slog.Logger
+
+	mu sync.Mutex
+	// open counts this member's open seats per match, so the PID cache
+	// entry of a match is dropped when its last local seat closes
+	// (protoactor's cache never forgets by itself, PROTOACTOR.md §5.1).
+	open map[string]int
 }
 
 // NewGateway checks cfg and returns a Gateway.
@@ -87,7 +93,7 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 	if cfg.ReattachTimeout <= 0 {
 		cfg.ReattachTimeout = 30 * time.Second
 	}
-	return &Gateway{cfg: cfg, log: cfg.Logger}, nil
+	return &Gateway{cfg: cfg, log: cfg.Logger, open: map[string]int{}}, nil
 }
 
 // CreateMatch validates the decks, records the match durably and wakes its
@@ -247,6 +253,9 @@ func (g *Gateway) OpenSeat(ctx context.Context, req SeatRequest, sink Sink) (*Se
 		g.cfg.System.Root.Stop(pid)
 		return nil, err
 	}
+	g.mu.Lock()
+	g.open[req.MatchID]++ // undone by Close, also on the failure below
+	g.mu.Unlock()
 	select {
 	case <-s.initial:
 	case <-ctx.Done():
@@ -255,6 +264,20 @@ func (g *Gateway) OpenSeat(ctx context.Context, req SeatRequest, sink Sink) (*Se
 	}
 	go s.keepAlive()
 	return s, nil
+}
+
+// seatClosed drops the match from the PID cache when no local seat needs it.
+func (g *Gateway) seatClosed(matchID string) {
+	g.mu.Lock()
+	g.open[matchID]--
+	last := g.open[matchID] <= 0
+	if last {
+		delete(g.open, matchID)
+	}
+	g.mu.Unlock()
+	if last && g.cfg.Forget != nil {
+		g.cfg.Forget(matchID)
+	}
 }
 
 func mustRandomSuffix() string {
@@ -346,6 +369,7 @@ func (s *Seat) Close(leave bool) {
 			s.gw.log.Debug("detach seat", "match", s.matchID, "seat", s.seat, "err", err)
 		}
 		s.gw.cfg.System.Root.Stop(s.pid)
+		s.gw.seatClosed(s.matchID)
 	})
 }
 

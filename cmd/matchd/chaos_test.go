@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"syscall"
@@ -348,5 +349,125 @@ func TestClusterTakeoverAcrossEdges(t *testing.T) {
 	v := fresh.view()
 	if v.You != 0 || v.MatchID != id {
 		t.Fatalf("new connection's view: you=%d match=%s", v.You, v.MatchID)
+	}
+}
+
+// TestChaosFailoverTimes measures kill -9 → the match answering on another
+// member, over MATCHGRAIN_KILLS kills (default 1 in the normal suite; the
+// numbers in docs/performance.md come from MATCHGRAIN_KILLS=20). After each
+// kill the dead member is restarted as a new process (a fresh member id).
+func TestChaosFailoverTimes(t *testing.T) {
+	kills := 1
+	if v := os.Getenv("MATCHGRAIN_KILLS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("MATCHGRAIN_KILLS=%q: want a positive integer", v)
+		}
+		kills = n
+	}
+	cc := startChaosCluster(t)
+	id := cc.createMatch(t, 5)
+	var seats [2]*rawSeat
+	for s := range 2 {
+		seats[s], _ = dialSeat(t, cc.admin, cc.edge.http, id, s, 0)
+		await(seats[s], 20*time.Second, func(*protocol.ServerSnapshot) bool { return true })
+	}
+	var times []time.Duration
+	for k := 0; k < kills; k++ {
+		play(t, seats, fmt.Sprintf("k%d", k), 2)
+		ownerID, _ := cc.owner(t, id)
+		victim := cc.procByMember(ownerID)
+		if victim == nil {
+			t.Fatalf("kill %d: owner %s unknown", k, ownerID)
+		}
+		v := seats[0].view()
+		s, in := seats[0], firstPlay(v)
+		if in == nil {
+			v = seats[1].view()
+			s, in = seats[1], firstPlay(v)
+		}
+		if in == nil {
+			t.Fatalf("kill %d: the match ended; use fewer kills", k)
+		}
+		killed := time.Now()
+		victim.kill()
+		res := s.intent(fmt.Sprintf("k%d-after", k), v.EventSeq, in, 60*time.Second)
+		d := time.Since(killed)
+		if !res.Accepted {
+			t.Fatalf("kill %d: intent after the kill rejected: %+v", k, res)
+		}
+		times = append(times, d)
+		t.Logf("kill %d: answered after %v", k, d)
+		// Bring the member back as a new process that joins the survivor.
+		other := cc.a
+		if victim == cc.a {
+			other = cc.b
+		}
+		restarted := startProc(t, victim.name, append(cc.common, "--join", other.gossip)...)
+		if victim == cc.a {
+			cc.a = restarted
+		} else {
+			cc.b = restarted
+		}
+		// Let the views converge before the next kill.
+		time.Sleep(2 * time.Second)
+	}
+	slices.Sort(times)
+	t.Logf("failover over %d kills: median %v, worst %v", len(times), times[len(times)/2], times[len(times)-1])
+}
+
+// TestChaosOrphanTimersFire: a match nobody is connected to, whose owner is
+// killed, is woken on the survivor by the reclaimer (no client request) and
+// its absence timer still ends it.
+func TestChaosOrphanTimersFire(t *testing.T) {
+	cc := &chaosCluster{schema: pgtest.NewSchema(t)}
+	cc.common = []string{
+		"--database-url", pgtest.URL(t), "--database-schema", cc.schema,
+		"--cluster-name", "orphan-" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		"--reclaim-interval", "1s", "--absence-timeout", "6s",
+	}
+	cc.a = startProc(t, "a", cc.common...)
+	cc.b = startProc(t, "b", append(cc.common, "--join", cc.a.gossip)...)
+	cc.admin = client.NewAdmin("http://"+cc.a.http, testAdminToken, nil)
+	// Create matches until one lives on b, the member we kill (the clients
+	// talk to a's edge, which must survive).
+	var id, owner string
+	for i := 0; i < 20 && owner != cc.b.member; i++ {
+		id = cc.createMatch(t, uint64(100+i))
+		owner, _ = cc.owner(t, id)
+	}
+	if owner != cc.b.member {
+		t.Fatalf("no match landed on member b in 20 tries")
+	}
+	cc.b.kill()
+	// Nobody asks for the match: only the reclaimer can bring it back, and
+	// only a running grain can end it for absence.
+	eventually(t, 30*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, pgtest.URL(t))
+		if err != nil {
+			return err
+		}
+		defer func() { _ = conn.Close(ctx) }()
+		var finished bool
+		var newOwner string
+		q := fmt.Sprintf("SELECT finished, owner FROM %s.matches WHERE match_id = $1", pgx.Identifier{cc.schema}.Sanitize())
+		if err := conn.QueryRow(ctx, q, id).Scan(&finished, &newOwner); err != nil {
+			return err
+		}
+		if !finished {
+			return fmt.Errorf("match not finished yet (owner %s)", newOwner)
+		}
+		if newOwner != cc.a.member {
+			return fmt.Errorf("finished by %s, want the survivor %s", newOwner, cc.a.member)
+		}
+		return nil
+	})
+	// The finished match still answers with the absence result.
+	seat, _ := dialSeat(t, cc.admin, cc.a.http, id, 0, 0)
+	v := await(seat, 20*time.Second, func(*protocol.ServerSnapshot) bool { return true }).View
+	if !v.IsFinished || v.Winner != protocol.NoWinner {
+		t.Fatalf("orphaned match: finished=%v winner=%d, want a draw by absence (both seats absent since creation)", v.IsFinished, v.Winner)
 	}
 }
