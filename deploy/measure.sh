@@ -29,8 +29,8 @@ run_levels() {
 	grep -q "matchd ready" "$work/matchd.out" || { cat "$work/matchd.err"; exit 1; }
 	echo "node ready; idle RSS $(ps -o rss= -p "$node_pid") KiB"
 	for n in "${levels[@]}"; do
-		local matches=$((n * 2))
-		((n >= 1000)) && matches=$n
+		local matches=$n
+		((matches < 3)) && matches=3
 		echo "== $n concurrent matches ($matches played)"
 		# Sample the node's memory while the matches run.
 		( peak=0; while kill -0 "$node_pid" 2>/dev/null; do
