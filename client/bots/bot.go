@@ -42,6 +42,8 @@ type bot struct {
 	intents    int
 	rejected   int
 	lastChange time.Time
+	// lastDecider is the decision player of the last ServerClock.
+	lastDecider int
 }
 
 // stallAfter: after this long without progress a bot asks for a snapshot.
@@ -105,7 +107,11 @@ func (b *bot) play(ctx context.Context) (Result, error) {
 			if !ok {
 				return Result{}, fmt.Errorf("%s: session ended: %w", b.name, b.s.Err())
 			}
-			b.lastChange = time.Now()
+			if _, clock := f.(*protocol.ServerClock); !clock {
+				// Clocks tick while nothing happens: they are not progress,
+				// or a stalled bot would never ask for a fresh snapshot.
+				b.lastChange = time.Now()
+			}
 			if done := b.handle(f); done {
 				checked, mism := b.s.Consistency()
 				return Result{
@@ -167,9 +173,13 @@ func (b *bot) handle(f protocol.ServerFrame) bool {
 		}
 		b.resync()
 	case *protocol.ServerClock:
-		if f.Clock.DecisionPlayer == b.s.Seat() && b.pending == "" && b.snapSeq < b.s.LastSeq() {
+		// An accepted intent can hand the decision over without any event
+		// (FinishMulligan), so the seq alone cannot tell a stale snapshot.
+		if f.Clock.DecisionPlayer == b.s.Seat() && b.pending == "" &&
+			(f.Clock.DecisionPlayer != b.lastDecider || b.snapSeq < b.s.LastSeq()) {
 			b.resync()
 		}
+		b.lastDecider = f.Clock.DecisionPlayer
 	case *protocol.ServerError:
 		b.say("server error %d: %s", f.Code, f.Message)
 	}

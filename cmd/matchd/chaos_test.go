@@ -205,6 +205,22 @@ func (cc *chaosCluster) procByMember(id string) *proc {
 	return nil
 }
 
+// nextMove finds the deciding seat, its fresh view and its first legal play.
+func nextMove(t *testing.T, seats [2]*rawSeat) (*rawSeat, protocol.MatchView, protocol.Intent) {
+	t.Helper()
+	for _, s := range seats {
+		v := s.view()
+		if in := firstPlay(v); in != nil {
+			return s, v, in
+		}
+		if v.IsFinished {
+			t.Fatalf("the match ended at seq %d; the test needs it running", v.EventSeq)
+		}
+	}
+	t.Fatalf("neither seat can move")
+	return nil, protocol.MatchView{}, nil
+}
+
 // play makes n accepted moves, each by whichever seat decides, and returns
 // the id, eventSeq and seat of the last acknowledged intent.
 func play(t *testing.T, seats [2]*rawSeat, prefix string, n int) (string, int64, *rawSeat) {
@@ -213,16 +229,7 @@ func play(t *testing.T, seats [2]*rawSeat, prefix string, n int) (string, int64,
 	var lastSeq int64
 	var lastSeat *rawSeat
 	for i := 0; i < n; i++ {
-		v := seats[0].view()
-		s := seats[0]
-		in := firstPlay(v)
-		if in == nil {
-			v = seats[1].view()
-			s, in = seats[1], firstPlay(v)
-		}
-		if in == nil {
-			t.Fatalf("nobody can move at seq %d (finished=%v)", v.EventSeq, v.IsFinished)
-		}
+		s, v, in := nextMove(t, seats)
 		id := fmt.Sprintf("%s-%d", prefix, i)
 		res := s.intent(id, v.EventSeq, in, 30*time.Second)
 		if !res.Accepted {
@@ -257,12 +264,7 @@ func TestChaosKillOwnerMatchContinues(t *testing.T) {
 	victim.kill()
 
 	// The next move goes through as soon as the other member took over.
-	v := seats[0].view()
-	s, in := seats[0], firstPlay(v)
-	if in == nil {
-		v = seats[1].view()
-		s, in = seats[1], firstPlay(v)
-	}
+	s, v, in := nextMove(t, seats)
 	res := s.intent("after-kill", v.EventSeq, in, 60*time.Second)
 	failover := time.Since(killed)
 	if !res.Accepted {
@@ -380,15 +382,7 @@ func TestChaosFailoverTimes(t *testing.T) {
 		if victim == nil {
 			t.Fatalf("kill %d: owner %s unknown", k, ownerID)
 		}
-		v := seats[0].view()
-		s, in := seats[0], firstPlay(v)
-		if in == nil {
-			v = seats[1].view()
-			s, in = seats[1], firstPlay(v)
-		}
-		if in == nil {
-			t.Fatalf("kill %d: the match ended; use fewer kills", k)
-		}
+		s, v, in := nextMove(t, seats)
 		killed := time.Now()
 		victim.kill()
 		res := s.intent(fmt.Sprintf("k%d-after", k), v.EventSeq, in, 60*time.Second)

@@ -1,0 +1,650 @@
+package grains_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/matchgrain/matchgrain/actors"
+	"github.com/matchgrain/matchgrain/client"
+	mgcluster "github.com/matchgrain/matchgrain/cluster"
+	"github.com/matchgrain/matchgrain/edge"
+	"github.com/matchgrain/matchgrain/edge/grains"
+	"github.com/matchgrain/matchgrain/game"
+	"github.com/matchgrain/matchgrain/persistence"
+	"github.com/matchgrain/matchgrain/persistence/pgtest"
+	"github.com/matchgrain/matchgrain/protocol"
+)
+
+// TestMain provides a PostgreSQL for the durability tests (a throwaway
+// server unless DATABASE_URL is set).
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// harnessOpts configures one in-process node. Zero values take the scaled
+// defaults of startHarness.
+type harnessOpts struct {
+	timing   actors.Timing
+	edge     edge.Config // only the timer fields are used
+	postgres bool
+}
+
+// harness is one complete node in this process: a real cluster member
+// hosting match grains of the real game, a store, the gateway, and an edge
+// serving HTTP/WebSocket and TCP on random 127.0.0.1 ports.
+type harness struct {
+	admin    *client.Admin
+	httpAddr string
+	tcpAddr  string
+	store    persistence.Store
+	schema   string // PostgreSQL schema, "" for the embedded store
+}
+
+// fastTiming is DefaultTiming with the background timers scaled down; the
+// decision, bank and absence timers stay long so they never fire unless a
+// test shortens them.
+func fastTiming() actors.Timing {
+	t := actors.DefaultTiming()
+	t.SeatKeepAlive = 100 * time.Millisecond
+	// Not shorter than the bots' 2 s stall detector: every ServerClock
+	// resets it (see the report on client/bots).
+	t.ClockInterval = 5 * time.Second
+	t.SnapshotEvery = 8
+	t.IdleStop = 10 * time.Second
+	return t
+}
+
+func randomHex(t testing.TB, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatalf("random bytes: %v", err)
+	}
+	return b
+}
+
+func startHarness(t *testing.T, o harnessOpts) *harness {
+	t.Helper()
+	if o.timing == (actors.Timing{}) {
+		o.timing = fastTiming()
+	}
+	log := slog.New(slog.DiscardHandler)
+	h := &harness{}
+	if o.postgres {
+		h.schema = pgtest.NewSchema(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s, err := persistence.OpenPostgres(ctx, pgtest.URL(t), persistence.WithSchema(h.schema), persistence.WithLogger(log))
+		if err != nil {
+			t.Fatalf("open PostgreSQL store: %v", err)
+		}
+		h.store = s
+	} else {
+		s, err := persistence.OpenEmbeddedWithLogger(t.TempDir(), log)
+		if err != nil {
+			t.Fatalf("open embedded store: %v", err)
+		}
+		h.store = s
+	}
+	t.Cleanup(func() {
+		if err := h.store.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
+	})
+
+	var node *mgcluster.Node
+	kind, err := actors.NewMatchKind(actors.GrainDeps{
+		Store: h.store, Rules: actors.GameRules{}, Timing: o.timing, Logger: log,
+		Owner: func() string { return node.ID() },
+	})
+	if err != nil {
+		t.Fatalf("match kind: %v", err)
+	}
+	name := "grains-e2e-" + hex.EncodeToString(randomHex(t, 4))
+	node, err = mgcluster.Start(mgcluster.Config{
+		NodeName: name, ClusterName: name, GossipAddr: "127.0.0.1:0", RemoteAddr: "127.0.0.1:0",
+		Kinds: []*pcluster.Kind{kind}, Logger: log,
+	})
+	if err != nil {
+		t.Fatalf("start cluster member: %v", err)
+	}
+	t.Cleanup(node.Kill)
+	gw, err := actors.NewGateway(actors.GatewayConfig{
+		System: node.System(), Cluster: node, Store: h.store, Rules: actors.GameRules{}, Timing: o.timing,
+		Forget: func(id string) { node.ForgetPID(id, actors.MatchKind) }, Logger: log,
+	})
+	if err != nil {
+		t.Fatalf("gateway: %v", err)
+	}
+
+	token := hex.EncodeToString(randomHex(t, 16))
+	cfg := edge.Config{
+		TicketKey: randomHex(t, 32), AdminToken: token, Decks: deckInfos, Logger: log,
+		HelloTimeout: o.edge.HelloTimeout, HeartbeatIdle: o.edge.HeartbeatIdle, HeartbeatTimeout: o.edge.HeartbeatTimeout,
+		CloseLinger: 100 * time.Millisecond,
+	}
+	srv, err := edge.New(cfg, grains.Matches(gw))
+	if err != nil {
+		t.Fatalf("edge: %v", err)
+	}
+	httpLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen http: %v", err)
+	}
+	tcpLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen tcp: %v", err)
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := hs.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("http serve: %v", err)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		// ServeTCP returns once Shutdown closes the listener; its error then
+		// only says so.
+		_ = srv.ServeTCP(tcpLn) //nolint:errcheck // see above
+	}()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Logf("edge shutdown: %v", err)
+		}
+		if err := hs.Shutdown(ctx); err != nil {
+			t.Logf("http shutdown: %v", err)
+		}
+		_ = tcpLn.Close() // already closed by Shutdown when it owns it
+		wg.Wait()
+	})
+	h.httpAddr, h.tcpAddr = httpLn.Addr().String(), tcpLn.Addr().String()
+	h.admin = client.NewAdmin("http://"+h.httpAddr, token, nil)
+	return h
+}
+
+func deckInfos() []edge.DeckInfo {
+	var out []edge.DeckInfo
+	for _, d := range game.Decks() {
+		out = append(out, edge.DeckInfo{ID: string(d.ID), Name: d.Name, Cards: d.Cards})
+	}
+	return out
+}
+
+// gameAddr is the client address of the edge on transport "ws" or "tcp".
+func (h *harness) gameAddr(transport string) string {
+	if transport == "tcp" {
+		return "tcp://" + h.tcpAddr
+	}
+	return "ws://" + h.httpAddr + "/game"
+}
+
+func (h *harness) createMatch(t *testing.T, seed uint64) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	id, err := h.admin.CreateMatch(ctx, [2]client.PlayerSpec{{Name: "A", Deck: "S1"}, {Name: "B", Deck: "S2"}}, &seed)
+	if err != nil {
+		t.Fatalf("create match: %v", err)
+	}
+	return id
+}
+
+// eventually polls f until it returns nil or the deadline passes.
+func eventually(t *testing.T, total time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(total)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %v", total, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// rawSeat is a plain protocol connection, so the test controls every frame
+// and intent id.
+type rawSeat struct {
+	t    *testing.T
+	c    *client.Conn
+	seat int
+}
+
+// dialSeat connects to addr with a fresh ticket for seat and returns the
+// connection and its ServerHello.
+func dialSeat(t *testing.T, h *harness, addr, matchID string, seat int, resume int64) (*rawSeat, *protocol.ServerHello) {
+	t.Helper()
+	r := connectSeat(t, h, addr, matchID, seat, resume)
+	hello, ok := r.recv(10 * time.Second).(*protocol.ServerHello)
+	if !ok {
+		t.Fatalf("seat %d: first frame is not a ServerHello", seat)
+	}
+	return r, hello
+}
+
+// connectSeat dials and sends ClientHello without reading the answer.
+func connectSeat(t *testing.T, h *harness, addr, matchID string, seat int, resume int64) *rawSeat {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tk, err := h.admin.Ticket(ctx, matchID, seat)
+	if err != nil {
+		t.Fatalf("ticket: %v", err)
+	}
+	c, err := client.Dial(ctx, addr, client.DialOptions{})
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	t.Cleanup(func() { _ = c.Close() }) // usually closed already
+	if err := c.Send(&protocol.ClientHello{ProtocolVersion: protocol.Version, Ticket: tk.Ticket, ClientBuild: "grains-e2e", ResumeFromSeq: resume}); err != nil {
+		t.Fatalf("hello: %v", err)
+	}
+	return &rawSeat{t: t, c: c, seat: seat}
+}
+
+// next returns the next frame or the error that ended the connection.
+func (r *rawSeat) next(timeout time.Duration) (protocol.ServerFrame, error) {
+	if err := r.c.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+		return nil, err
+	}
+	return r.c.Recv()
+}
+
+func (r *rawSeat) recv(timeout time.Duration) protocol.ServerFrame {
+	r.t.Helper()
+	f, err := r.next(timeout)
+	if err != nil {
+		r.t.Fatalf("seat %d recv: %v", r.seat, err)
+	}
+	return f
+}
+
+func (r *rawSeat) send(f protocol.ClientFrame) {
+	r.t.Helper()
+	if err := r.c.Send(f); err != nil {
+		r.t.Fatalf("seat %d send %T: %v", r.seat, f, err)
+	}
+}
+
+// await reads frames until one of type T satisfies pred.
+func await[T protocol.ServerFrame](r *rawSeat, timeout time.Duration, pred func(T) bool) T {
+	r.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			var zero T
+			r.t.Fatalf("seat %d: no matching %T within %v", r.seat, zero, timeout)
+		}
+		if f, ok := r.recv(left).(T); ok && pred(f) {
+			return f
+		}
+	}
+}
+
+func anyFrame[T protocol.ServerFrame](T) bool { return true }
+
+// drain sends a ClientPing and returns every frame that arrives before its
+// ServerPong (WebSocket read deadlines are fatal, so "nothing arrived" is
+// proved by an answer that comes after it on the same connection).
+func (r *rawSeat) drain() []protocol.ServerFrame {
+	r.t.Helper()
+	nonce := time.Now().UnixNano()
+	r.send(&protocol.ClientPing{Nonce: nonce, ClientTimeMs: time.Now().UnixMilli()})
+	var out []protocol.ServerFrame
+	for {
+		f := r.recv(10 * time.Second)
+		if p, ok := f.(*protocol.ServerPong); ok && p.Nonce == nonce {
+			return out
+		}
+		out = append(out, f)
+	}
+}
+
+// view asks for a full snapshot and returns it.
+func (r *rawSeat) view() protocol.MatchView {
+	r.t.Helper()
+	r.send(&protocol.ClientResync{FullSnapshot: true})
+	return await(r, 10*time.Second, anyFrame[*protocol.ServerSnapshot]).View
+}
+
+func (r *rawSeat) intent(id string, based int64, in protocol.Intent) *protocol.ServerIntentResult {
+	r.t.Helper()
+	r.send(&protocol.ClientIntent{IntentID: id, BasedOnSeq: based, Intent: in})
+	return await(r, 10*time.Second, func(f *protocol.ServerIntentResult) bool { return f.IntentID == id })
+}
+
+// firstPlay is the first legal intent other than Concede.
+func firstPlay(v protocol.MatchView) protocol.Intent {
+	for _, in := range v.LegalIntents {
+		if in.IntentKind() != protocol.IntentConcede {
+			return in
+		}
+	}
+	return nil
+}
+
+// move is one acknowledged intent.
+type move struct {
+	id   string
+	seat int
+	in   protocol.Intent
+	seq  int64 // ServerIntentResult.eventSeq
+}
+
+// play makes n accepted moves, each by whichever seat decides.
+func play(t *testing.T, seats [2]*rawSeat, prefix string, n int) []move {
+	t.Helper()
+	var moves []move
+	for i := range n {
+		s := seats[0]
+		v := s.view()
+		in := firstPlay(v)
+		if in == nil {
+			s = seats[1]
+			v = s.view()
+			in = firstPlay(v)
+		}
+		if in == nil {
+			t.Fatalf("nobody can move at seq %d (finished=%v)", v.EventSeq, v.IsFinished)
+		}
+		id := fmt.Sprintf("%s-%d", prefix, i)
+		res := s.intent(id, v.EventSeq, in)
+		if !res.Accepted {
+			t.Fatalf("intent %s (%T) rejected: %+v", id, in, res)
+		}
+		moves = append(moves, move{id: id, seat: s.seat, in: in, seq: res.EventSeq})
+	}
+	return moves
+}
+
+func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// closeCode reads until the connection ends and returns its close code,
+// failing if that takes longer than timeout.
+func (r *rawSeat) closeCode(timeout time.Duration) (int, []protocol.ServerFrame) {
+	r.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var seen []protocol.ServerFrame
+	for {
+		f, err := r.next(time.Until(deadline))
+		if err != nil {
+			var ce *client.CloseError
+			if !errors.As(err, &ce) {
+				r.t.Fatalf("seat %d: connection did not close within %v: %v", r.seat, timeout, err)
+			}
+			return ce.Code, seen
+		}
+		seen = append(seen, f)
+	}
+}
+
+// recProxy sits between clients and the edge and records every byte the
+// edge sends on each connection, exactly as it went over the wire.
+type recProxy struct {
+	ln     net.Listener
+	target string
+	ws     bool
+
+	mu    sync.Mutex
+	conns []*recConn
+	wg    sync.WaitGroup
+}
+
+// recConn is one proxied connection's server-to-client bytes.
+type recConn struct {
+	mu         sync.Mutex
+	down       bytes.Buffer
+	client, up net.Conn
+}
+
+func (c *recConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.down.Write(p)
+	return len(p), nil
+}
+
+func (c *recConn) bytes() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return bytes.Clone(c.down.Bytes())
+}
+
+// startProxy proxies a listener on 127.0.0.1 to the edge's WebSocket
+// ("ws") or TCP ("tcp") listener.
+func startProxy(t *testing.T, h *harness, transport string) *recProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("proxy listen: %v", err)
+	}
+	p := &recProxy{ln: ln, target: h.httpAddr, ws: transport == "ws"}
+	if !p.ws {
+		p.target = h.tcpAddr
+	}
+	p.wg.Add(1)
+	go p.serve()
+	t.Cleanup(func() {
+		_ = ln.Close() // stops serve
+		p.mu.Lock()
+		for _, c := range p.conns {
+			_ = c.client.Close()
+			_ = c.up.Close()
+		}
+		p.mu.Unlock()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *recProxy) addr() string {
+	if p.ws {
+		return "ws://" + p.ln.Addr().String() + "/game"
+	}
+	return "tcp://" + p.ln.Addr().String()
+}
+
+func (p *recProxy) serve() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		rc := &recConn{client: c, up: up}
+		p.mu.Lock()
+		p.conns = append(p.conns, rc)
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go func() {
+			defer p.wg.Done()
+			_, _ = io.Copy(up, c) // ends when either side closes
+			_ = up.Close()
+			_ = c.Close()
+		}()
+		go func() {
+			defer p.wg.Done()
+			_, _ = io.Copy(io.MultiWriter(c, rc), up)
+			_ = up.Close()
+			_ = c.Close()
+		}()
+	}
+}
+
+// wireFrame is one server frame as recorded: its exact payload bytes and
+// its decoded value.
+type wireFrame struct {
+	raw []byte
+	f   protocol.ServerFrame
+}
+
+// stream is everything one connection received, in order.
+type stream struct {
+	wire   []byte // every byte, framing included
+	frames []wireFrame
+	seat   int // from the first ServerHello, -1 if none
+}
+
+// streams decodes every recorded connection.
+func (p *recProxy) streams(t *testing.T) []stream {
+	t.Helper()
+	p.mu.Lock()
+	conns := append([]*recConn(nil), p.conns...)
+	p.mu.Unlock()
+	var out []stream
+	for i, c := range conns {
+		wire := c.bytes()
+		var payloads [][]byte
+		var err error
+		if p.ws {
+			payloads, err = wsPayloads(wire)
+		} else {
+			payloads, err = tcpPayloads(wire)
+		}
+		if err != nil {
+			t.Fatalf("connection %d: parse recorded bytes: %v", i, err)
+		}
+		s := stream{wire: wire, seat: -1}
+		for _, b := range payloads {
+			f, err := protocol.DecodeServerFrame(b)
+			if err != nil {
+				t.Fatalf("connection %d: decode recorded frame: %v", i, err)
+			}
+			if h, ok := f.(*protocol.ServerHello); ok && s.seat < 0 {
+				s.seat = h.PlayerIndex
+			}
+			s.frames = append(s.frames, wireFrame{raw: b, f: f})
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// bySeat groups streams per seat, in connection order.
+func bySeat(ss []stream) [2][]stream {
+	var out [2][]stream
+	for _, s := range ss {
+		if s.seat == 0 || s.seat == 1 {
+			out[s.seat] = append(out[s.seat], s)
+		}
+	}
+	return out
+}
+
+// tcpPayloads splits the TCP fallback's length-prefixed frames. A trailing
+// partial frame (the connection was cut) is dropped.
+func tcpPayloads(b []byte) ([][]byte, error) {
+	var out [][]byte
+	for len(b) >= 4 {
+		n := int(binary.BigEndian.Uint32(b))
+		if n > protocol.MaxFrameBytes {
+			return nil, fmt.Errorf("frame of %d bytes", n)
+		}
+		if len(b) < 4+n {
+			break
+		}
+		out = append(out, b[4:4+n])
+		b = b[4+n:]
+	}
+	return out, nil
+}
+
+// wsPayloads skips the HTTP upgrade answer and reassembles the binary
+// messages of the WebSocket frames after it (RFC 6455 §5.2); control frames
+// are skipped. A trailing partial frame is dropped.
+func wsPayloads(b []byte) ([][]byte, error) {
+	end := bytes.Index(b, []byte("\r\n\r\n"))
+	if end < 0 {
+		return nil, nil
+	}
+	if !bytes.HasPrefix(b, []byte("HTTP/1.1 101")) {
+		return nil, fmt.Errorf("no WebSocket upgrade: %q", b[:min(len(b), 40)])
+	}
+	b = b[end+4:]
+	var out [][]byte
+	var msg []byte
+	inMsg := false
+	for len(b) >= 2 {
+		fin, op := b[0]&0x80 != 0, b[0]&0x0f
+		masked := b[1]&0x80 != 0
+		n := uint64(b[1] & 0x7f)
+		hdr := 2
+		switch n {
+		case 126:
+			if len(b) < 4 {
+				return out, nil
+			}
+			n, hdr = uint64(binary.BigEndian.Uint16(b[2:])), 4
+		case 127:
+			if len(b) < 10 {
+				return out, nil
+			}
+			n, hdr = binary.BigEndian.Uint64(b[2:]), 10
+		}
+		if masked {
+			return nil, errors.New("the server masked a frame")
+		}
+		if n > protocol.MaxFrameBytes || uint64(len(b)-hdr) < n {
+			break
+		}
+		payload := b[hdr : hdr+int(n)]
+		b = b[hdr+int(n):]
+		switch {
+		case op == 2 || (op == 0 && inMsg):
+			msg = append(msg, payload...)
+			inMsg = true
+			if fin {
+				out = append(out, msg)
+				msg, inMsg = nil, false
+			}
+		case op >= 8: // close, ping, pong
+		default:
+			return nil, fmt.Errorf("unexpected WebSocket opcode %d", op)
+		}
+	}
+	return out, nil
+}
+
+// pgQueryRow runs one query against the test PostgreSQL and scans its row.
+func pgQueryRow(t *testing.T, q string, arg any, dest ...any) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, pgtest.URL(t))
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer func() { _ = conn.Close(ctx) }() // read-only connection
+	if err := conn.QueryRow(ctx, q, arg).Scan(dest...); err != nil {
+		return fmt.Errorf("query %q: %w", q, err)
+	}
+	return nil
+}
