@@ -250,6 +250,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 			}
 		}()
 	}
+	go purgeTickets(ctx, store, log)
 	// One machine-readable line for scripts and tests that start nodes.
 	fmt.Printf("matchd ready member=%s http=%s tcp=%s gossip=%s remote=%s\n",
 		node.ID(), httpLn.Addr(), tcpAddr, node.GossipAddr(), node.Self())
@@ -289,6 +290,29 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		log.Warn("leave cluster", "err", err)
 	}
 	return runErr
+}
+
+// purgeTickets forgets used-ticket records once their tickets have expired:
+// an expired ticket is refused by its signature check anyway, so the record
+// no longer protects anything. Every member may run it; deletes are idempotent.
+func purgeTickets(ctx context.Context, store persistence.Store, log *slog.Logger) {
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, time.Minute)
+		n, err := store.PurgeTickets(pctx, time.Now().Add(-time.Minute))
+		cancel()
+		if err != nil {
+			log.Warn("purge used tickets", "err", err)
+			continue
+		}
+		log.Debug("purged used tickets", "count", n)
+	}
 }
 
 func storeKind(o options) string {
