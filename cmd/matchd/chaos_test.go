@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -123,6 +124,8 @@ func startChaosCluster(t *testing.T) *chaosCluster {
 		"--cluster-name", "chaos-" + strconv.FormatInt(time.Now().UnixNano(), 36),
 		"--seat-keepalive", "200ms", "--reclaim-interval", "2s",
 	}
+	// Extra node flags for experiments, e.g. failure-detection tuning.
+	cc.common = append(cc.common, strings.Fields(os.Getenv("MATCHGRAIN_CHAOS_FLAGS"))...)
 	cc.a = startProc(t, "a", cc.common...)
 	cc.b = startProc(t, "b", append(cc.common, "--join", cc.a.gossip)...)
 	cc.edge = startProc(t, "e", append(cc.common, "--join", cc.a.gossip, "--edge-only")...)

@@ -41,6 +41,7 @@ type options struct {
 	ticketTTL, helloTimeout, hbIdle, hbTimeout          time.Duration
 	reclaimInterval                                     time.Duration
 	probeInterval                                       time.Duration
+	suspicionMult, suspicionMaxMult                     int
 	demoDelay                                           time.Duration
 }
 
@@ -79,6 +80,8 @@ func parseFlags(args []string) (options, error) {
 	hbTimeout := fs.Duration("heartbeat-timeout", edge.DefaultHeartbeatTimeout, "close (4408) this long after the last client frame")
 	reclaim := fs.Duration("reclaim-interval", 30*time.Second, "how often this member wakes the unfinished matches it owns")
 	probe := fs.Duration("probe-interval", 0, "memberlist probe interval (0: the cluster default, tuned for a LAN)")
+	suspMult := fs.Int("suspicion-mult", 0, "memberlist suspicion multiplier (0: the cluster default)")
+	suspMax := fs.Int("suspicion-max-timeout-mult", 0, "upper bound of the suspicion timeout while confirmations are missing, as a multiple of the base (0: the cluster default)")
 	demoDelay := fs.Duration("demo-delay", 400*time.Millisecond, "pause between bot moves in --demo")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -94,6 +97,7 @@ func parseFlags(args []string) (options, error) {
 		SeatKeepAlive: *keepAlive, SnapshotEvery: *snapEvery, IdleStop: *idleStop}
 	o.ticketTTL, o.helloTimeout, o.hbIdle, o.hbTimeout = *ttl, *hello, *hbIdle, *hbTimeout
 	o.reclaimInterval, o.probeInterval, o.demoDelay = *reclaim, *probe, *demoDelay
+	o.suspicionMult, o.suspicionMaxMult = *suspMult, *suspMax
 	if err := o.timing.Validate(); err != nil {
 		return o, err
 	}
@@ -178,7 +182,8 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		}
 		kinds = append(kinds, kind)
 	}
-	fd := cluster.FailureDetection{ProbeInterval: o.probeInterval}
+	fd := cluster.FailureDetection{ProbeInterval: o.probeInterval, SuspicionMult: o.suspicionMult,
+		SuspicionMaxTimeoutMult: o.suspicionMaxMult}
 	node, err = cluster.Start(cluster.Config{
 		NodeName: o.nodeName, GossipAddr: o.gossipAddr, Join: splitList(o.join), RemoteAddr: o.remoteAddr,
 		ClusterName: o.clusterName, Kinds: kinds, FailureDetection: fd, Logger: base,
