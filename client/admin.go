@@ -141,15 +141,15 @@ func (a *Admin) Ticket(ctx context.Context, matchID string, seat int) (TicketInf
 		Seat    int    `json:"seat"`
 	}{matchID, seat}
 	var out struct {
-		Ticket      string `json:"ticket"`
-		MatchID     string `json:"matchId"`
-		Seat        int    `json:"seat"`
-		ExpiresAtMs int64  `json:"expiresAtMs"`
+		Ticket    string `json:"ticket"`
+		MatchID   string `json:"matchId"`
+		Seat      int    `json:"seat"`
+		ExpiresAt int64  `json:"expiresAt"`
 	}
 	if err := a.do(ctx, http.MethodPost, "/api/game/tickets", req, &out); err != nil {
 		return TicketInfo{}, err
 	}
-	return TicketInfo{Ticket: out.Ticket, MatchID: out.MatchID, Seat: out.Seat, ExpiresAt: time.UnixMilli(out.ExpiresAtMs)}, nil
+	return TicketInfo{Ticket: out.Ticket, MatchID: out.MatchID, Seat: out.Seat, ExpiresAt: time.UnixMilli(out.ExpiresAt)}, nil
 }
 
 // TicketFunc returns a TicketFunc that issues a fresh ticket for the seat on

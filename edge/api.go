@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -292,11 +291,11 @@ type ticketRequest struct {
 }
 
 type ticketResponse struct {
-	Ticket      string `json:"ticket"`
-	MatchID     string `json:"matchId"`
-	Seat        int    `json:"seat"`
-	ExpiresAt   string `json:"expiresAt"`
-	ExpiresAtMs int64  `json:"expiresAtMs"`
+	Ticket  string `json:"ticket"`
+	MatchID string `json:"matchId"`
+	Seat    int    `json:"seat"`
+	// ExpiresAt is Unix milliseconds (UTC), like every time on the wire.
+	ExpiresAt int64 `json:"expiresAt"`
 }
 
 func (s *Server) issueTicket(ctx context.Context, r *http.Request) (int, any, error) {
@@ -327,11 +326,10 @@ func (s *Server) issueTicket(ctx context.Context, r *http.Request) (int, any, er
 	}
 	s.metrics.ticketsIssued.Add(1)
 	return http.StatusOK, ticketResponse{
-		Ticket:      t.Token,
-		MatchID:     t.MatchID,
-		Seat:        t.Seat,
-		ExpiresAt:   t.ExpiresAt.Format(time.RFC3339Nano),
-		ExpiresAtMs: t.ExpiresAt.UnixMilli(),
+		Ticket:    t.Token,
+		MatchID:   t.MatchID,
+		Seat:      t.Seat,
+		ExpiresAt: t.ExpiresAt.UnixMilli(),
 	}, nil
 }
 

@@ -38,7 +38,7 @@
 // # HTTP API
 //
 //	POST /api/matches      {"players":[{"name","deck"},{"name","deck"}],"seed":opt} → 201 {"matchId"}
-//	POST /api/game/tickets {"matchId","seat"} → 200 {"ticket","matchId","seat","expiresAt","expiresAtMs"}
+//	POST /api/game/tickets {"matchId","seat"} → 200 {"ticket","matchId","seat","expiresAt" (Unix ms)}
 //	GET  /api/decks        → 200 {"decks":[{"id","name","cards"}]}
 //	GET  /healthz          → 200 {"status":"ok"}, 503 while shutting down
 //	GET  /metrics          → Prometheus text format
