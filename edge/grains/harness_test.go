@@ -16,15 +16,12 @@ import (
 	"testing"
 	"time"
 
-	pcluster "github.com/asynkron/protoactor-go/cluster"
-
 	"github.com/jackc/pgx/v5"
 
 	"github.com/matchgrain/matchgrain/actors"
 	"github.com/matchgrain/matchgrain/client"
-	mgcluster "github.com/matchgrain/matchgrain/cluster"
 	"github.com/matchgrain/matchgrain/edge"
-	"github.com/matchgrain/matchgrain/edge/grains"
+	"github.com/matchgrain/matchgrain/edge/grains/grainstest"
 	"github.com/matchgrain/matchgrain/game"
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/persistence/pgtest"
@@ -84,6 +81,7 @@ func startHarness(t *testing.T, o harnessOpts) *harness {
 	}
 	log := slog.New(slog.DiscardHandler)
 	h := &harness{}
+	var store persistence.Store // nil: grainstest's embedded store
 	if o.postgres {
 		h.schema = pgtest.NewSchema(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -92,44 +90,16 @@ func startHarness(t *testing.T, o harnessOpts) *harness {
 		if err != nil {
 			t.Fatalf("open PostgreSQL store: %v", err)
 		}
-		h.store = s
-	} else {
-		s, err := persistence.OpenEmbeddedWithLogger(t.TempDir(), log)
-		if err != nil {
-			t.Fatalf("open embedded store: %v", err)
-		}
-		h.store = s
+		// Registered before the member starts: closed after it is killed.
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("close store: %v", err)
+			}
+		})
+		store = s
 	}
-	t.Cleanup(func() {
-		if err := h.store.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-	})
-
-	var node *mgcluster.Node
-	kind, err := actors.NewMatchKind(actors.GrainDeps{
-		Store: h.store, Rules: actors.GameRules{}, Timing: o.timing, Logger: log,
-		Owner: func() string { return node.ID() },
-	})
-	if err != nil {
-		t.Fatalf("match kind: %v", err)
-	}
-	name := "grains-e2e-" + hex.EncodeToString(randomHex(t, 4))
-	node, err = mgcluster.Start(mgcluster.Config{
-		NodeName: name, ClusterName: name, GossipAddr: "127.0.0.1:0", RemoteAddr: "127.0.0.1:0",
-		Kinds: []*pcluster.Kind{kind}, Logger: log,
-	})
-	if err != nil {
-		t.Fatalf("start cluster member: %v", err)
-	}
-	t.Cleanup(node.Kill)
-	gw, err := actors.NewGateway(actors.GatewayConfig{
-		System: node.System(), Cluster: node, Store: h.store, Rules: actors.GameRules{}, Timing: o.timing,
-		Forget: func(id string) { node.ForgetPID(id, actors.MatchKind) }, Logger: log,
-	})
-	if err != nil {
-		t.Fatalf("gateway: %v", err)
-	}
+	matches, node := grainstest.NewMatches(t, grainstest.Options{Store: store, Timing: o.timing, Logger: log})
+	h.store = node.Store
 
 	token := hex.EncodeToString(randomHex(t, 16))
 	cfg := edge.Config{
@@ -137,7 +107,7 @@ func startHarness(t *testing.T, o harnessOpts) *harness {
 		HelloTimeout: o.edge.HelloTimeout, HeartbeatIdle: o.edge.HeartbeatIdle, HeartbeatTimeout: o.edge.HeartbeatTimeout,
 		CloseLinger: 100 * time.Millisecond,
 	}
-	srv, err := edge.New(cfg, grains.Matches(gw))
+	srv, err := edge.New(cfg, matches)
 	if err != nil {
 		t.Fatalf("edge: %v", err)
 	}

@@ -2,9 +2,11 @@ package grains_test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -104,11 +106,39 @@ func eventPlayer(e protocol.Event) int {
 
 // leakReport is what checkNoLeaks scanned.
 type leakReport struct {
-	bytesScanned   int
-	framesScanned  int
-	hiddenIDs      int
-	hiddenPrints   int
-	searchedPrints int
+	bytesScanned  int
+	framesScanned int
+	hiddenIDs     int
+	hiddenPrints  int
+	searched      []searchedCard
+}
+
+// searchedCard is one card seat a searched out of its deck (A2, RideSearch):
+// known to a from the search on, hidden from b until it goes public.
+type searchedCard struct {
+	id       int
+	printing string
+	seq      int64 // the CardSearchedView's seq
+	// idPublic and printPublic are the first public event naming the card
+	// or its printing in b's stream (never if none).
+	idPublic, printPublic int64
+	// framesHidden counts b's frames at seq..idPublic-1: the window in
+	// which the card was a's secret. Zero would mean nothing was checked.
+	framesHidden int
+}
+
+// searchedBy lists the distinct CardSearchedView events of seat a in a's
+// own streams, in seq order.
+func searchedBy(t *testing.T, ss []stream, a int) []searchedCard {
+	t.Helper()
+	var out []searchedCard
+	for seq, e := range events(t, ss) {
+		if sv, ok := e.Event.(*protocol.CardSearchedViewEvent); ok && sv.Player == a {
+			out = append(out, searchedCard{id: sv.Card.InstanceID, printing: sv.Card.PrintingID, seq: seq})
+		}
+	}
+	slices.SortFunc(out, func(x, y searchedCard) int { return cmp.Compare(x.seq, y.seq) })
+	return out
 }
 
 // checkNoLeaks proves that nothing of seat a's hidden information reached
@@ -132,7 +162,6 @@ func checkNoLeaks(t *testing.T, seats [2][]stream, a int, seed uint64) leakRepor
 	var rep leakReport
 	hiddenID := map[int]string{} // a's cards seen in a's hand -> printing
 	printsOfA := map[string]bool{}
-	searched := map[string]bool{}
 	for _, s := range seats[a] {
 		for _, wf := range s.frames {
 			switch f := wf.f.(type) {
@@ -163,7 +192,6 @@ func checkNoLeaks(t *testing.T, seats [2][]stream, a int, seed uint64) leakRepor
 					case *protocol.CardSearchedViewEvent:
 						if ev.Player == a {
 							hiddenID[ev.Card.InstanceID] = ev.Card.PrintingID
-							searched[ev.Card.PrintingID] = true
 						}
 					}
 				}
@@ -176,7 +204,8 @@ func checkNoLeaks(t *testing.T, seats [2][]stream, a int, seed uint64) leakRepor
 	if len(hiddenID) == 0 {
 		t.Fatalf("seat %d's stream shows no hand card: the record is empty, nothing was proved", a)
 	}
-	rep.hiddenIDs, rep.hiddenPrints, rep.searchedPrints = len(hiddenID), len(printsOfA), len(searched)
+	rep.hiddenIDs, rep.hiddenPrints = len(hiddenID), len(printsOfA)
+	rep.searched = searchedBy(t, seats[a], a)
 
 	// When did each card and printing of a become public to b?
 	const never = int64(1) << 62
@@ -215,6 +244,13 @@ func checkNoLeaks(t *testing.T, seats [2][]stream, a int, seed uint64) leakRepor
 		}
 		return never
 	}
+	for i := range rep.searched {
+		sc := &rep.searched[i]
+		sc.idPublic, sc.printPublic = never, publicAt(firstPublicPrint, sc.printing)
+		if p, ok := firstPublicID[sc.id]; ok {
+			sc.idPublic = p
+		}
+	}
 
 	seedLE := binary.LittleEndian.AppendUint64(nil, seed)
 	seedBE := binary.BigEndian.AppendUint64(nil, seed)
@@ -246,7 +282,26 @@ func checkNoLeaks(t *testing.T, seats [2][]stream, a int, seed uint64) leakRepor
 					report("conn %d frame %d (%T, seq %d) holds printing %q, public only at %d", ci, fi, wf.f, fseq, p, publicAt(firstPublicPrint, p))
 				}
 			}
-			for _, o := range frameCards(wf.f) {
+			cards := frameCards(wf.f)
+			// The searched cards on their own: the general checks below
+			// cover them too, but a search is the one moment the server
+			// handles a hidden card of a by name between draws, so its
+			// window is checked and counted explicitly.
+			for i := range rep.searched {
+				sc := &rep.searched[i]
+				if fseq >= sc.seq && fseq < sc.idPublic {
+					sc.framesHidden++
+				}
+				for _, o := range cards {
+					if o.id == sc.id && o.seq < sc.idPublic {
+						report("conn %d frame %d: searched card %d (%s, searched at #%d) at %s, seq %d, public only at %d", ci, fi, sc.id, sc.printing, sc.seq, o.path, o.seq, sc.idPublic)
+					}
+				}
+				if fseq < sc.printPublic && bytes.Contains(wf.raw, []byte(sc.printing)) {
+					report("conn %d frame %d (%T, seq %d) holds searched printing %q (searched at #%d), public only at %d", ci, fi, wf.f, fseq, sc.printing, sc.seq, sc.printPublic)
+				}
+			}
+			for _, o := range cards {
 				if _, ok := hiddenID[o.id]; !ok || o.id == 0 {
 					continue
 				}
