@@ -1,7 +1,3 @@
-// Command matchd runs one Matchgrain node: a cluster member that hosts match
-// grains, an edge that serves players over WebSocket and TCP, or both (the
-// default). Without --database-url it uses the embedded single-node store, so
-// `matchd --demo` is a complete server with a bot match to watch.
 package main
 
 import (
