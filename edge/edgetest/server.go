@@ -75,12 +75,16 @@ func Start(t testing.TB, matches edge.Matches, mod func(*edge.Config)) *Server {
 	go func() { httpDone <- hs.Serve(hl) }()
 	go func() { tcpDone <- srv.ServeTCP(tl) }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// Each stop gets its own budget: under -race on a loaded machine the
+		// edge's drain can take most of a shared one (seen in CI).
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil {
 			t.Errorf("edgetest: edge shutdown: %v", err)
 		}
-		if err := hs.Shutdown(ctx); err != nil {
+		hctx, hcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer hcancel()
+		if err := hs.Shutdown(hctx); err != nil {
 			t.Errorf("edgetest: http shutdown: %v", err)
 		}
 		if err := <-httpDone; !errors.Is(err, http.ErrServerClosed) {
