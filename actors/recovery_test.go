@@ -9,26 +9,6 @@ import (
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
-// waitSeq reads frames until the seat has caught up to seq through events or
-// a snapshot, failing on any intent result (none is expected meanwhile).
-func waitSeq(t *testing.T, k *frameSink, seq int64) {
-	t.Helper()
-	for {
-		switch f := k.next(t).(type) {
-		case *protocol.ServerEvents:
-			if f.ToSeq >= seq {
-				return
-			}
-		case *protocol.ServerSnapshot:
-			if f.View.EventSeq >= seq {
-				return
-			}
-		case *protocol.ServerIntentResult:
-			t.Fatalf("unexpected intent result %+v", f)
-		}
-	}
-}
-
 func fullView(t *testing.T, s *Seat, k *frameSink) protocol.MatchView {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -44,8 +24,9 @@ func fullView(t *testing.T, s *Seat, k *frameSink) protocol.MatchView {
 }
 
 // A write that landed but whose acknowledgement was lost: the activation
-// halts without answering, a new one rebuilds from the log, and the re-sent
-// intent is a duplicate, not a second application.
+// halts and answers Unavailable, the gateway re-sends the intent to a new
+// activation rebuilt from the log, and there it is a duplicate, not a second
+// application.
 func TestGrainLostAppendAckIsNotAppliedTwice(t *testing.T) {
 	for _, sk := range storeKinds {
 		t.Run(sk.name, func(t *testing.T) { testLostAppendAck(t, startTestNodeOn(t, fastTiming(), sk.open(t))) })
@@ -60,12 +41,14 @@ func testLostAppendAck(t *testing.T, tn *testNode) {
 
 	tn.store.LoseReplyNext(persistence.MethodAppend, 1, nil)
 	sendIntent(t, s0, "x", 1, protocol.EndTurn{})
-	// No result from the halted activation; the seat re-attaches to the
-	// new one and catches up with the events of the landed write.
-	waitSeq(t, k0, 4)
-
+	// The halted activation answers Unavailable; the gateway re-sends "x"
+	// to a new activation, which finds it in the rebuilt journal.
+	res := expectResult(t, k0, "x")
+	if !res.Accepted || !res.Duplicate || res.EventSeq != 4 {
+		t.Fatalf("intent whose append ack was lost: %+v, want a duplicate of seq 4", res)
+	}
 	sendIntent(t, s0, "x", 1, protocol.EndTurn{})
-	res := expectFrame[*protocol.ServerIntentResult](t, k0)
+	res = expectResult(t, k0, "x")
 	if !res.Accepted || !res.Duplicate || res.EventSeq != 4 {
 		t.Fatalf("re-sent intent: %+v, want a duplicate of seq 4", res)
 	}
@@ -75,8 +58,8 @@ func testLostAppendAck(t *testing.T, tn *testNode) {
 }
 
 // Another activation claims the match: the old one is fenced at its next
-// write, answers nothing more, and the seat continues on the new one where
-// the re-sent intent is applied exactly once.
+// write and halts (Unavailable, no result), and the seat continues on a newer
+// activation where the intent is applied exactly once.
 func TestGrainFencedActivationStops(t *testing.T) {
 	for _, sk := range storeKinds {
 		t.Run(sk.name, func(t *testing.T) { testFenced(t, startTestNodeOn(t, fastTiming(), sk.open(t))) })
@@ -96,26 +79,28 @@ func testFenced(t *testing.T, tn *testNode) {
 		t.Fatalf("intruding claim: %v", err)
 	}
 	sendIntent(t, s0, "y", 1, protocol.EndTurn{})
-	// The fenced activation must not acknowledge "y"; the seat moves on to
-	// a newer activation (epoch > the intruder's).
-	deadline := time.After(3 * time.Second)
-	for waiting := true; waiting; {
-		select {
-		case f := <-k0.frames:
-			if r, ok := f.(*protocol.ServerIntentResult); ok {
-				t.Fatalf("fenced activation answered: %+v", r)
-			}
-		case <-deadline:
-			waiting = false
-		}
+	// The fenced activation's write fails and it answers Unavailable; the
+	// gateway re-sends "y" to a newer activation, which applies it once.
+	res := expectResult(t, k0, "y")
+	if !res.Accepted || res.Duplicate || res.EventSeq != 4 {
+		t.Fatalf("intent sent to the fenced activation: %+v, want accepted once at seq 4", res)
 	}
 	if e := tn.seatEpoch(s0); e <= rec.Epoch {
 		t.Fatalf("seat still on epoch %d, intruder claimed %d", e, rec.Epoch)
 	}
 	sendIntent(t, s0, "y", 1, protocol.EndTurn{})
-	res := expectFrame[*protocol.ServerIntentResult](t, k0)
-	if !res.Accepted || res.Duplicate || res.EventSeq != 4 {
-		t.Fatalf("re-sent intent on the new activation: %+v", res)
+	if res := expectResult(t, k0, "y"); !res.Accepted || !res.Duplicate || res.EventSeq != 4 {
+		t.Fatalf("re-sent intent: %+v, want a duplicate of seq 4", res)
+	}
+}
+
+// expectResult skips other frames until the result of intent id.
+func expectResult(t *testing.T, k *frameSink, id string) *protocol.ServerIntentResult {
+	t.Helper()
+	for {
+		if r, ok := k.next(t).(*protocol.ServerIntentResult); ok && r.IntentID == id {
+			return r
+		}
 	}
 }
 

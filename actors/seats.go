@@ -78,27 +78,35 @@ func (g *grain) onIntent(ctx actor.Context, m *SubmitIntent) {
 		g.respond(ctx, &Reply{Code: ReplyNotAttached, Message: "seat not attached"})
 		return
 	}
-	g.respond(ctx, &Reply{Code: ReplyOK})
+	// The reply comes only after the intent's outcome is settled: a write
+	// that found this activation fenced answers Unavailable, so the edge
+	// retries the same intent on the new activation instead of the client
+	// waiting for a result that will never come.
+	code, msg := g.handleIntent(ctx, a, m)
+	g.respond(ctx, &Reply{Code: code, Message: msg})
+}
+
+func (g *grain) handleIntent(ctx actor.Context, a *attachment, m *SubmitIntent) (ReplyCode, string) {
 	f, err := protocol.DecodeClientFrame(m.Frame)
 	ci, ok := f.(*protocol.ClientIntent)
 	if err != nil || !ok || ci.Intent == nil {
 		// The edge validated this frame; a failure here is a bug upstream.
 		g.log.Warn("undecodable intent frame from edge", "seat", m.Seat, "err", err)
-		return
+		return ReplyBadRequest, "undecodable intent frame"
 	}
 	key := journalKey{m.Seat, ci.IntentID}
 	if j, ok := g.journal[key]; ok {
 		g.sendResult(ctx, a, protocol.ServerIntentResult{IntentID: ci.IntentID, Accepted: true, EventSeq: j.EventSeq, Duplicate: true})
-		return
+		return ReplyOK, ""
 	}
 	if r, ok := g.rejected[key]; ok {
 		r.Duplicate = true
 		g.sendResult(ctx, a, r)
-		return
+		return ReplyOK, ""
 	}
 	if code, reason := g.precheck(m.Seat, ci); code != protocol.RejectNone {
 		g.reject(ctx, a, key, ci, code, reason)
-		return
+		return ReplyOK, ""
 	}
 	e := logEntry{Kind: entryIntent, At: g.now(), Seat: m.Seat, IntentID: ci.IntentID, Frame: m.Frame}
 	evs, err := g.applyIntent(e, ci.Intent)
@@ -109,10 +117,10 @@ func (g *grain) onIntent(ctx actor.Context, m *SubmitIntent) {
 			code = protocol.RejectStale
 		}
 		g.reject(ctx, a, key, ci, code, reason)
-		return
+		return ReplyOK, ""
 	}
 	if !g.persist(ctx, e, evs) {
-		return
+		return ReplyUnavailable, "match is moving"
 	}
 	if g.deps.Metrics != nil {
 		g.deps.Metrics.IntentsAccepted.Add(1)
@@ -120,6 +128,7 @@ func (g *grain) onIntent(ctx actor.Context, m *SubmitIntent) {
 	res := protocol.ServerIntentResult{IntentID: ci.IntentID, Accepted: true, EventSeq: g.engine.LastSeq()}
 	// Every accepted intent restarts the decision clock, so the clock goes too.
 	g.broadcast(ctx, evs, m.Seat, &res, true)
+	return ReplyOK, ""
 }
 
 // precheck applies the checks that come before the engine (PROTOCOL.md §4.3).
