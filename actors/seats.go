@@ -53,19 +53,23 @@ func (g *grain) onAttach(ctx actor.Context, m *AttachSeat) {
 	g.absent.Since[m.Seat] = 0
 
 	var frames []OutFrame
-	resumed := !g.engine.IsFinished() && m.ResumeFromSeq > 0 &&
+	resumable := !g.engine.IsFinished() && m.ResumeFromSeq > 0 &&
 		m.ResumeFromSeq+1 >= g.journalFrom && m.ResumeFromSeq <= g.engine.LastSeq()
+	var state OutFrame
+	if resumable {
+		// eventsFrame answers with a snapshot when the gap does not fit one
+		// frame; the hello must say which one follows.
+		state = g.eventsFrame(m.Seat, m.ResumeFromSeq+1)
+	} else {
+		state = g.snapshotFrame(m.Seat)
+	}
 	if !m.Reattach {
 		frames = append(frames, g.frame(&protocol.ServerHello{
-			ProtocolVersion: protocol.Version, MatchID: g.id, PlayerIndex: m.Seat, Resumed: resumed,
+			ProtocolVersion: protocol.Version, MatchID: g.id, PlayerIndex: m.Seat, Resumed: !isSnapshot(state),
 			EventSeq: g.engine.LastSeq(), ServerTimeMs: g.now(),
 		}, 0))
 	}
-	if resumed {
-		frames = append(frames, g.eventsFrame(m.Seat, m.ResumeFromSeq+1))
-	} else {
-		frames = append(frames, g.snapshotFrame(m.Seat))
-	}
+	frames = append(frames, state)
 	frames = append(frames, g.clockFrame())
 	ctx.Send(pid, envelope.Wrap(&SeatFrames{Epoch: g.epoch, Initial: true, Frames: frames}))
 	g.respond(ctx, &Reply{Code: ReplyOK})
