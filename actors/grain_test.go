@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,10 +22,11 @@ import (
 // race-clean; several are not, see PROTOACTOR.md §6) with the match kind, a
 // real embedded store and a gateway.
 type testNode struct {
-	node  *mgcluster.Node
-	gw    *Gateway
-	store *persistence.FaultyStore
-	rules Rules
+	node    *mgcluster.Node
+	gw      *Gateway
+	metrics *Metrics
+	store   *persistence.FaultyStore
+	rules   Rules
 }
 
 func fastTiming() Timing {
@@ -71,9 +73,9 @@ func startTestNodeOn(t *testing.T, timing Timing, inner persistence.Store) *test
 	if testing.Verbose() {
 		log = slog.Default()
 	}
-	tn := &testNode{store: store, rules: toyRules{}}
+	tn := &testNode{store: store, rules: toyRules{}, metrics: &Metrics{}}
 	kind, err := NewMatchKind(GrainDeps{
-		Store: store, Rules: tn.rules, Timing: timing, Logger: log,
+		Store: store, Rules: tn.rules, Timing: timing, Logger: log, Metrics: tn.metrics,
 		Owner: func() string { return tn.node.ID() },
 	})
 	if err != nil {
@@ -230,6 +232,15 @@ func TestGrainHandshakeIntentsAndDuplicates(t *testing.T) {
 	dup := expectFrame[*protocol.ServerIntentResult](t, k0)
 	if !dup.Accepted || !dup.Duplicate || dup.EventSeq != 4 {
 		t.Fatalf("duplicate result = %+v", dup)
+	}
+	var prom strings.Builder
+	if err := tn.metrics.WritePrometheus(&prom); err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	for _, want := range []string{"matchgrain_grains_active 1\n", "matchgrain_grain_intents_accepted_total 1\n"} {
+		if !strings.Contains(prom.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", want, prom.String())
+		}
 	}
 	// Not seat 0's decision any more.
 	sendIntent(t, s0, "a-2", 4, protocol.EndTurn{})

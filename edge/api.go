@@ -117,7 +117,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) int {
 }
 
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) int {
-	if err := s.metrics.serveHTTP(w, r); err != nil {
+	if err := s.metrics.serveHTTP(w, r, s.cfg.ExtraMetrics); err != nil {
 		s.log.Debug("edge: metrics", "err", err)
 	}
 	return http.StatusOK

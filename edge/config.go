@@ -3,6 +3,7 @@ package edge
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -84,6 +85,10 @@ type Config struct {
 	AllowedOrigins []string
 	// MaxBodyBytes bounds an HTTP API request body (default 64 KiB).
 	MaxBodyBytes int64
+
+	// ExtraMetrics, if set, appends more metrics in the Prometheus text
+	// format to GET /metrics (matchd adds the match grains' counters).
+	ExtraMetrics func(w io.Writer) error
 
 	// Logger receives the edge's logs (default slog.Default()). Tickets and
 	// frame contents are never logged.

@@ -227,10 +227,15 @@ func (e *errWriter) printf(format string, args ...any) {
 	_, e.err = fmt.Fprintf(e.w, format, args...)
 }
 
-func (m *metrics) serveHTTP(w http.ResponseWriter, _ *http.Request) error {
+func (m *metrics) serveHTTP(w http.ResponseWriter, _ *http.Request, extra func(io.Writer) error) error {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	if err := m.write(w); err != nil {
 		return fmt.Errorf("write metrics: %w", err)
+	}
+	if extra != nil {
+		if err := extra(w); err != nil {
+			return fmt.Errorf("write extra metrics: %w", err)
+		}
 	}
 	return nil
 }

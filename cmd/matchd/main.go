@@ -168,9 +168,10 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 
 	var node *cluster.Node
 	var kinds []*pcluster.Kind
+	grainMetrics := &actors.Metrics{}
 	if !o.edgeOnly {
 		kind, err := actors.NewMatchKind(actors.GrainDeps{
-			Store: store, Rules: actors.GameRules{}, Timing: o.timing, Logger: log,
+			Store: store, Rules: actors.GameRules{}, Timing: o.timing, Logger: log, Metrics: grainMetrics,
 			Owner: func() string { return node.ID() },
 		})
 		if err != nil {
@@ -204,7 +205,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	srv, err := edge.New(edge.Config{
 		TicketKey: ticketKey, TicketTTL: o.ticketTTL, AdminToken: adminToken, Decks: deckInfos,
 		HelloTimeout: o.helloTimeout, HeartbeatIdle: o.hbIdle, HeartbeatTimeout: o.hbTimeout,
-		AllowedOrigins: splitList(o.origins), Logger: log,
+		AllowedOrigins: splitList(o.origins), Logger: log, ExtraMetrics: grainMetrics.WritePrometheus,
 	}, grains.Matches(gw))
 	if err != nil {
 		node.Kill()
