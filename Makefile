@@ -2,7 +2,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: test race vet lint fuzz-smoke bench chaos-smoke demo games-1m
+.PHONY: test race vet lint fuzz-smoke bench chaos-smoke measure demo games-1m
 
 ## test: vet, then the whole suite under -race with a throwaway PostgreSQL.
 test: vet
@@ -17,18 +17,28 @@ vet:
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-## fuzz-smoke: one minute per decoder fuzz target.
+## fuzz-smoke: a short run of every fuzz target (untrusted input decoders).
+FUZZTIME ?= 30s
 fuzz-smoke:
-	$(GO) test -run '^$$' -fuzz FuzzDecodeClientFrame -fuzztime 60s ./protocol
-	$(GO) test -run '^$$' -fuzz FuzzFrameReader -fuzztime 60s ./protocol
+	$(GO) test -run '^$$' -fuzz FuzzDecodeClientFrame -fuzztime $(FUZZTIME) ./protocol
+	$(GO) test -run '^$$' -fuzz FuzzDecodeServerFrame -fuzztime $(FUZZTIME) ./protocol
+	$(GO) test -run '^$$' -fuzz FuzzFrameReader -fuzztime $(FUZZTIME) ./protocol
+	$(GO) test -run '^$$' -fuzz FuzzUnmarshalState -fuzztime $(FUZZTIME) ./game
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./actors/envelope
+	$(GO) test -run '^$$' -fuzz FuzzDecodeEmbedded -fuzztime $(FUZZTIME) ./persistence
+	$(GO) test -run '^$$' -fuzz FuzzTicketVerify -fuzztime $(FUZZTIME) ./edge
 
 ## bench: codec, engine and store benchmarks (PostgreSQL started for the store).
 bench:
-	deploy/pg-throwaway.sh run -- $(GO) test -run '^$$' -bench . -benchmem ./protocol ./game ./persistence
+	deploy/pg-throwaway.sh run -- $(GO) test -run '^$$' -bench . -benchmem ./protocol ./game ./persistence ./edge ./cluster ./actors/envelope
 
 ## chaos-smoke: the multi-process kill tests only.
 chaos-smoke:
 	deploy/pg-throwaway.sh run --fast -- $(GO) test -count=1 -run 'TestChaos|TestCluster' -v ./cluster ./cmd/...
+
+## measure: the load numbers of docs/performance.md (1, 100, 1000 matches on PostgreSQL).
+measure:
+	deploy/measure.sh
 
 ## demo: the embedded single node with a bot match to watch.
 demo:
