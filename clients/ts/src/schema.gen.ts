@@ -209,22 +209,22 @@ export const MaxReasonLen = 256;
 /** MaxPrintingIDLen bounds printing ids in intents. */
 export const MaxPrintingIDLen = 32;
 
-/** Circle (slot) numbers, always in the owner's frame. */
+/** Circle (slot) numbers, always in the owner's frame (docs/protocol.md §3.3). */
 export const SlotVanguard = -1;
 
-/** Circle (slot) numbers, always in the owner's frame. */
+/** Circle (slot) numbers, always in the owner's frame (docs/protocol.md §3.3). */
 export const SlotBackLeft = 0;
 
-/** Circle (slot) numbers, always in the owner's frame. */
+/** Circle (slot) numbers, always in the owner's frame (docs/protocol.md §3.3). */
 export const SlotBackCentre = 1;
 
-/** Circle (slot) numbers, always in the owner's frame. */
+/** Circle (slot) numbers, always in the owner's frame (docs/protocol.md §3.3). */
 export const SlotBackRight = 2;
 
-/** Circle (slot) numbers, always in the owner's frame. */
+/** Circle (slot) numbers, always in the owner's frame (docs/protocol.md §3.3). */
 export const SlotFrontLeft = 3;
 
-/** Circle (slot) numbers, always in the owner's frame. */
+/** Circle (slot) numbers, always in the owner's frame (docs/protocol.md §3.3). */
 export const SlotFrontRight = 4;
 
 /** EffectTargetNone means the trigger has no effect target. */
@@ -236,28 +236,28 @@ export const EffectTargetFaceDownDamage = -1;
 /** NoWinner is MatchView.winner while the match runs, and the winner of a draw. */
 export const NoWinner = -1;
 
-/** WebSocket close codes. */
+/** WebSocket close codes (docs/protocol.md §6). */
 export const CloseNormal = 1000;
 
-/** WebSocket close codes. */
+/** WebSocket close codes (docs/protocol.md §6). */
 export const CloseProtocolViolation = 4400;
 
-/** WebSocket close codes. */
+/** WebSocket close codes (docs/protocol.md §6). */
 export const CloseTicket = 4401;
 
-/** WebSocket close codes. */
+/** WebSocket close codes (docs/protocol.md §6). */
 export const CloseHeartbeatTimeout = 4408;
 
-/** WebSocket close codes. */
+/** WebSocket close codes (docs/protocol.md §6). */
 export const CloseReplaced = 4409;
 
-/** WebSocket close codes. */
+/** WebSocket close codes (docs/protocol.md §6). */
 export const CloseUnsupportedVersion = 4410;
 
-/** WebSocket close codes. */
+/** WebSocket close codes (docs/protocol.md §6). */
 export const CloseRateLimited = 4413;
 
-/** WebSocket close codes. */
+/** WebSocket close codes (docs/protocol.md §6). */
 export const CloseInternal = 4500;
 
 // ---- DTOs ----
