@@ -41,7 +41,7 @@ const (
 	MinTicketKeyLen = 32
 	// MaxMatchIDLen bounds a match id inside a ticket and in the HTTP API.
 	MaxMatchIDLen = 128
-	// DefaultTicketTTL is how long a ticket stays valid (PROTOCOL.md §2).
+	// DefaultTicketTTL is how long a ticket stays valid (docs/protocol.md §2).
 	DefaultTicketTTL = 60 * time.Second
 )
 

@@ -15,7 +15,7 @@ import (
 
 // matchdBinary is built once per test binary, without -race: the nodes are
 // separate processes, and several protoactor members are only race-clean
-// apart (PROTOACTOR.md §6).
+// apart (docs/cluster.md §6).
 var (
 	buildOnce sync.Once
 	binPath   string

@@ -149,7 +149,7 @@ func newLogger(o options) *slog.Logger {
 }
 
 // run starts every part of the node, serves until ctx ends, then stops them
-// in the order PROTOACTOR.md §5.3 recommends: stop taking players, leave the
+// in the order docs/cluster.md §5.3 recommends: stop taking players, leave the
 // cluster so peers take the matches over, close the store.
 func run(ctx context.Context, o options, base *slog.Logger) error {
 	// cluster.Start names the node in its own lines; everything else here

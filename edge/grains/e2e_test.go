@@ -223,7 +223,7 @@ func TestE2EClientKilledAtRandomSteps(t *testing.T) {
 		covered := make([]bool, n+1)
 		// bySnapshot: seqs a hello's snapshot stood in for; the seat
 		// rightly never got those events (a finished match answers a
-		// reconnect with a snapshot only, PROTOCOL.md §9.8).
+		// reconnect with a snapshot only, docs/protocol.md §9.8).
 		bySnapshot := make([]bool, n+1)
 		resumed := 0
 		for ci, s := range seats[seat] {
