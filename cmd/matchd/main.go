@@ -175,7 +175,13 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 
 	var node *cluster.Node
 	var kinds []*pcluster.Kind
-	grainMetrics := &actors.Metrics{}
+	// One registry holds every metric of this node; the edge serves it at
+	// /metrics. Parts that add metrics register their collectors here.
+	registry := edge.NewRegistry()
+	grainMetrics, err := actors.NewMetrics(registry)
+	if err != nil {
+		return err
+	}
 	if !o.edgeOnly {
 		kind, err := actors.NewMatchKind(actors.GrainDeps{
 			Store: store, Rules: actors.GameRules{}, Timing: o.timing, Logger: log, Metrics: grainMetrics,
@@ -213,7 +219,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	srv, err := edge.New(edge.Config{
 		TicketKey: sec.ticketKey, TicketPreviousKeys: sec.ticketAccept, TicketTTL: o.ticketTTL, AdminToken: adminToken, Decks: deckInfos,
 		HelloTimeout: o.helloTimeout, HeartbeatIdle: o.hbIdle, HeartbeatTimeout: o.hbTimeout,
-		AllowedOrigins: splitList(o.origins), Logger: log, ExtraMetrics: grainMetrics.WritePrometheus,
+		AllowedOrigins: splitList(o.origins), Logger: log, Registry: registry,
 	}, grains.Matches(gw))
 	if err != nil {
 		node.Kill()
