@@ -70,6 +70,7 @@ func parseFlags(args []string) (options, error) {
 	keepAlive := fs.Duration("seat-keepalive", def.SeatKeepAlive, "how often an edge proves a seat's connection to its grain")
 	snapEvery := fs.Int("snapshot-every", def.SnapshotEvery, "snapshot a match every N log entries")
 	idleStop := fs.Duration("idle-stop", def.IdleStop, "stop a finished match's grain after this long without requests")
+	botThink := fs.Duration("bot-think", def.BotThink, "how long a bot seat thinks before each decision (shorter than decision-time)")
 	ttl := fs.Duration("ticket-ttl", edge.DefaultTicketTTL, "ticket lifetime")
 	hello := fs.Duration("hello-timeout", edge.DefaultHelloTimeout, "time a new connection has to send ClientHello")
 	hbIdle := fs.Duration("heartbeat-idle", edge.DefaultHeartbeatIdle, "send ServerPing after this long without a client frame")
@@ -90,12 +91,15 @@ func parseFlags(args []string) (options, error) {
 	o.adminToken, o.ticketKey, o.origins = *admin, *tkey, *origins
 	o.edgeOnly, o.demo, o.demoExit, o.jsonLogs, o.logLevel = *edgeOnly, *demo, *demoExit, *jsonLogs, *level
 	o.timing = actors.Timing{DecisionTime: *decision, BankTime: *bank, AbsenceTimeout: *absence, ClockInterval: *clock,
-		SeatKeepAlive: *keepAlive, SnapshotEvery: *snapEvery, IdleStop: *idleStop}
+		SeatKeepAlive: *keepAlive, SnapshotEvery: *snapEvery, IdleStop: *idleStop, BotThink: *botThink}
 	o.ticketTTL, o.helloTimeout, o.hbIdle, o.hbTimeout = *ttl, *hello, *hbIdle, *hbTimeout
 	o.reclaimInterval, o.probeInterval, o.demoDelay = *reclaim, *probe, *demoDelay
 	o.suspicionMult, o.suspicionMaxMult = *suspMult, *suspMax
 	if err := o.timing.Validate(); err != nil {
 		return o, err
+	}
+	if o.timing.BotThink >= o.timing.DecisionTime {
+		return o, errors.New("bot-think must be shorter than decision-time")
 	}
 	return o, nil
 }
