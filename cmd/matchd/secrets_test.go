@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/matchgrain/matchgrain/client"
+	"github.com/matchgrain/matchgrain/client/clienttest"
 	"github.com/matchgrain/matchgrain/persistence/pgtest"
 	"github.com/matchgrain/matchgrain/protocol"
 )
@@ -91,7 +92,7 @@ func TestClusterSharedSecrets(t *testing.T) {
 			if h.MatchID != id {
 				t.Fatalf("ticket of %s on %s: hello for match %q", procs[i].name, procs[j].name, h.MatchID)
 			}
-			_ = seat.c.Close() // the next pair takes the seat over anyway
+			_ = seat.Conn.Close() // the next pair takes the seat over anyway
 		}
 	}
 
@@ -119,11 +120,11 @@ func TestClusterSharedSecrets(t *testing.T) {
 	if err := conn.Send(&protocol.ClientHello{ProtocolVersion: 1, Ticket: early.Ticket, ClientBuild: "secrets-test"}); err != nil {
 		t.Fatalf("hello: %v", err)
 	}
-	r := &rawSeat{t: t, c: conn}
-	if _, ok := r.recv(20 * time.Second).(*protocol.ServerHello); !ok {
+	r := &clienttest.Seat{T: t, Conn: conn}
+	if _, ok := r.Recv(20 * time.Second).(*protocol.ServerHello); !ok {
 		t.Fatalf("a ticket issued before the rotation was refused after it")
 	}
 	// And a fresh ticket, signed with the new key, works on another member.
 	seat, _ := dialSeat(t, admins[1], a.http, id, 1, 0)
-	_ = seat.c.Close()
+	_ = seat.Conn.Close()
 }
