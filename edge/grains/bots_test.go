@@ -99,7 +99,7 @@ func TestPlayerVsBotMatchCompletes(t *testing.T) {
 
 	// A ticket for the bot's seat opens nothing: 4401, not a retry loop.
 	intruder := connectSeat(t, h, h.gameAddr("ws"), id, 1, 0)
-	if code, _ := intruder.closeCode(10 * time.Second); code != protocol.CloseTicket {
+	if code, _ := intruder.CloseCode(10 * time.Second); code != protocol.CloseTicket {
 		t.Fatalf("connection to the bot seat closed with %d, want %d", code, protocol.CloseTicket)
 	}
 
@@ -111,7 +111,7 @@ func TestPlayerVsBotMatchCompletes(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("match not over after %d moves (turn %d, seq %d)", moves, v.TurnNumber, v.EventSeq)
 		}
-		v = me.view()
+		v = me.View()
 		if v.IsFinished {
 			break
 		}
@@ -120,7 +120,7 @@ func TestPlayerVsBotMatchCompletes(t *testing.T) {
 			time.Sleep(10 * time.Millisecond) // the bot decides
 			continue
 		}
-		res := me.intent(fmt.Sprintf("m%d", moves), v.EventSeq, in)
+		res := me.Intent(fmt.Sprintf("m%d", moves), v.EventSeq, in)
 		if !res.Accepted {
 			t.Fatalf("move %d (%s) rejected: %+v", moves, in.IntentKind(), res)
 		}
