@@ -117,9 +117,11 @@ func TestPlayerVsBotMatchCompletes(t *testing.T) {
 		}
 		in := eagerPlay(v)
 		if in == nil {
-			time.Sleep(10 * time.Millisecond) // the bot decides
+			time.Sleep(40 * time.Millisecond) // the bot decides (and stay under the frame rate limit)
 			continue
 		}
+		// Under the protocol's 16 intents per second per connection.
+		time.Sleep(70 * time.Millisecond)
 		res := me.Intent(fmt.Sprintf("m%d", moves), v.EventSeq, in)
 		if !res.Accepted {
 			t.Fatalf("move %d (%s) rejected: %+v", moves, in.IntentKind(), res)
