@@ -35,9 +35,11 @@ type options struct {
 	ticketTTL, helloTimeout, hbIdle, hbTimeout          time.Duration
 	reclaimInterval                                     time.Duration
 	secretsRefresh, ticketKeyRotation                   time.Duration
+	drainTimeout                                        time.Duration
 	probeInterval                                       time.Duration
 	suspicionMult, suspicionMaxMult                     int
 	demoDelay                                           time.Duration
+	security                                            cluster.Security
 }
 
 func parseFlags(args []string) (options, error) {
@@ -80,6 +82,14 @@ func parseFlags(args []string) (options, error) {
 	probe := fs.Duration("probe-interval", 0, "memberlist probe interval (0: the cluster default, tuned for a LAN)")
 	suspMult := fs.Int("suspicion-mult", 0, "memberlist suspicion multiplier (0: the cluster default)")
 	suspMax := fs.Int("suspicion-max-timeout-mult", 0, "upper bound of the suspicion timeout while confirmations are missing, as a multiple of the base (0: the cluster default)")
+	gossipKey := fs.String("gossip-key", "", "base64 gossip keys (16, 24 or 32 bytes), comma-separated, the first encrypts; prefer MATCHD_GOSSIP_KEY or --gossip-key-file over the command line")
+	gossipKeyFile := fs.String("gossip-key-file", "", "file of base64 gossip keys, one per line, the first encrypts; re-read on change (rotation: add the new key everywhere, move it first everywhere, remove the old one)")
+	tlsCert := fs.String("cluster-tls-cert", "", "PEM certificate of this member for the actor remote's mutual TLS (server and client; SAN = the remote host peers dial)")
+	tlsKey := fs.String("cluster-tls-key", "", "PEM private key of --cluster-tls-cert")
+	tlsCA := fs.String("cluster-tls-ca", "", "PEM CA that signs every member certificate")
+	secretsReload := fs.Duration("cluster-secrets-reload", cluster.DefaultSecretsReload, "how often the gossip key file and cluster TLS files are checked for changes")
+	insecure := fs.Bool("insecure-cluster", false, "allow gossip and remote on non-loopback addresses without a gossip key and TLS (anyone reaching them can join and command any match)")
+	drain := fs.Duration("drain-timeout", 20*time.Second, "on SIGTERM: longest graceful drain (sessions told to reconnect elsewhere, matches handed over); the process exits by this bound plus 5 s")
 	demoDelay := fs.Duration("demo-delay", 400*time.Millisecond, "pause between bot moves in --demo")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -96,15 +106,29 @@ func parseFlags(args []string) (options, error) {
 	o.ticketTTL, o.helloTimeout, o.hbIdle, o.hbTimeout = *ttl, *hello, *hbIdle, *hbTimeout
 	o.reclaimInterval, o.probeInterval, o.demoDelay = *reclaim, *probe, *demoDelay
 	o.suspicionMult, o.suspicionMaxMult = *suspMult, *suspMax
-	o.secretsRefresh, o.ticketKeyRotation = *secretsRefresh, *rotation
-	if o.secretsRefresh <= 0 || o.ticketKeyRotation < 0 {
-		return o, errors.New("secrets-refresh must be positive and ticket-key-rotation not negative")
+	o.secretsRefresh, o.ticketKeyRotation, o.drainTimeout = *secretsRefresh, *rotation, *drain
+	if o.secretsRefresh <= 0 || o.ticketKeyRotation < 0 || o.drainTimeout <= 0 {
+		return o, errors.New("secrets-refresh and drain-timeout must be positive, ticket-key-rotation not negative")
 	}
 	if err := o.timing.Validate(); err != nil {
 		return o, err
 	}
 	if o.timing.BotThink >= o.timing.DecisionTime {
 		return o, errors.New("bot-think must be shorter than decision-time")
+	}
+	o.security = cluster.Security{GossipKeyFile: *gossipKeyFile, Insecure: *insecure, ReloadInterval: *secretsReload}
+	if *gossipKey != "" {
+		keys, err := cluster.ParseGossipKeys(*gossipKey)
+		if err != nil {
+			return o, fmt.Errorf("gossip-key: %w", err)
+		}
+		o.security.GossipKeys = keys
+	}
+	switch {
+	case *tlsCert != "" && *tlsKey != "" && *tlsCA != "":
+		o.security.TLS = &cluster.TLSFiles{CertFile: *tlsCert, KeyFile: *tlsKey, CAFile: *tlsCA}
+	case *tlsCert != "" || *tlsKey != "" || *tlsCA != "":
+		return o, errors.New("cluster-tls-cert, cluster-tls-key and cluster-tls-ca go together")
 	}
 	return o, nil
 }
@@ -177,7 +201,13 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 
 	var node *cluster.Node
 	var kinds []*pcluster.Kind
-	grainMetrics := &actors.Metrics{}
+	// One registry holds every metric of this node; the edge serves it at
+	// /metrics. Parts that add metrics register their collectors here.
+	registry := edge.NewRegistry()
+	grainMetrics, err := actors.NewMetrics(registry)
+	if err != nil {
+		return err
+	}
 	if !o.edgeOnly {
 		kind, err := actors.NewMatchKind(actors.GrainDeps{
 			Store: store, Rules: actors.GameRules{}, Timing: o.timing, Logger: log, Metrics: grainMetrics,
@@ -192,7 +222,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		SuspicionMaxTimeoutMult: o.suspicionMaxMult}
 	node, err = cluster.Start(cluster.Config{
 		NodeName: o.nodeName, GossipAddr: o.gossipAddr, Join: splitList(o.join), RemoteAddr: o.remoteAddr,
-		ClusterName: o.clusterName, Kinds: kinds, FailureDetection: fd, Logger: base,
+		ClusterName: o.clusterName, Kinds: kinds, FailureDetection: fd, Security: o.security, Logger: base,
 	})
 	if err != nil {
 		return fmt.Errorf("start cluster member: %w", err)
@@ -215,7 +245,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	srv, err := edge.New(edge.Config{
 		TicketKey: sec.ticketKey, TicketPreviousKeys: sec.ticketAccept, TicketTTL: o.ticketTTL, AdminToken: adminToken, Decks: deckInfos,
 		HelloTimeout: o.helloTimeout, HeartbeatIdle: o.hbIdle, HeartbeatTimeout: o.hbTimeout,
-		AllowedOrigins: splitList(o.origins), Logger: log, ExtraMetrics: grainMetrics.WritePrometheus,
+		AllowedOrigins: splitList(o.origins), Logger: log, Registry: registry,
 	}, grains.Matches(gw))
 	if err != nil {
 		node.Kill()
@@ -292,19 +322,45 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 			runErr = nil
 		}
 	}
-	log.Info("matchd stopping")
-	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	drain(o, srv, hs, node, log)
+	return runErr
+}
+
+// drain is the graceful stop (docs/operations.md §2): the edge stops taking
+// players (/healthz answers 503, new sessions are refused) and tells every
+// connected client to reconnect elsewhere (1001; on TCP a fatal
+// ServerError); then the member leaves the cluster, so peers route its
+// matches elsewhere, and its grains stop after their mailboxes: a write in
+// flight either commits before the stop or is fenced by the new owner's
+// claim, and its intent is retried there. Each step gets a share of
+// --drain-timeout; if the whole drain hangs anyway, the process exits 5 s
+// after the bound, since a supervisor waiting for it is worse than a crash
+// that fencing already makes safe.
+func drain(o options, srv *edge.Server, hs *http.Server, node *cluster.Node, log *slog.Logger) {
+	start := time.Now()
+	log.Info("matchd draining", "bound", o.drainTimeout)
+	watchdog := time.AfterFunc(o.drainTimeout+5*time.Second, func() {
+		log.Error("drain did not finish in time; exiting", "bound", o.drainTimeout)
+		os.Exit(1)
+	})
+	defer watchdog.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), o.drainTimeout)
 	defer cancel()
+	// Sessions get half: clients need a moment to read the close.
+	sctx, scancel := context.WithTimeout(ctx, o.drainTimeout/2)
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("edge shutdown", "err", err)
 	}
-	if err := hs.Shutdown(sctx); err != nil {
+	scancel()
+	hctx, hcancel := context.WithTimeout(ctx, o.drainTimeout/4)
+	if err := hs.Shutdown(hctx); err != nil {
 		log.Warn("http shutdown", "err", err)
 	}
-	if err := node.Leave(sctx); err != nil {
+	hcancel()
+	if err := node.Leave(ctx); err != nil {
 		log.Warn("leave cluster", "err", err)
 	}
-	return runErr
+	log.Info("matchd drained", "took", time.Since(start).Round(time.Millisecond))
 }
 
 // purgeTickets forgets used-ticket records once their tickets have expired:
