@@ -39,6 +39,7 @@ type options struct {
 	probeInterval                                       time.Duration
 	suspicionMult, suspicionMaxMult                     int
 	demoDelay                                           time.Duration
+	debugListen                                         string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -78,6 +79,7 @@ func parseFlags(args []string) (options, error) {
 	probe := fs.Duration("probe-interval", 0, "memberlist probe interval (0: the cluster default, tuned for a LAN)")
 	suspMult := fs.Int("suspicion-mult", 0, "memberlist suspicion multiplier (0: the cluster default)")
 	suspMax := fs.Int("suspicion-max-timeout-mult", 0, "upper bound of the suspicion timeout while confirmations are missing, as a multiple of the base (0: the cluster default)")
+	debugListen := fs.String("debug-listen", "", "loopback address (127.0.0.1:PORT) serving net/http/pprof under /debug/pprof/; empty: off")
 	demoDelay := fs.Duration("demo-delay", 400*time.Millisecond, "pause between bot moves in --demo")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -94,6 +96,12 @@ func parseFlags(args []string) (options, error) {
 	o.ticketTTL, o.helloTimeout, o.hbIdle, o.hbTimeout = *ttl, *hello, *hbIdle, *hbTimeout
 	o.reclaimInterval, o.probeInterval, o.demoDelay = *reclaim, *probe, *demoDelay
 	o.suspicionMult, o.suspicionMaxMult = *suspMult, *suspMax
+	o.debugListen = *debugListen
+	if o.debugListen != "" {
+		if err := debugLoopbackOnly(o.debugListen); err != nil {
+			return o, err
+		}
+	}
 	if err := o.timing.Validate(); err != nil {
 		return o, err
 	}
@@ -253,9 +261,17 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		}()
 	}
 	go purgeTickets(ctx, store, log)
+	debugAddr := ""
+	if o.debugListen != "" {
+		debugAddr, err = startDebug(ctx, o.debugListen, log)
+		if err != nil {
+			node.Kill()
+			return err
+		}
+	}
 	// One machine-readable line for scripts and tests that start nodes.
-	fmt.Printf("matchd ready member=%s http=%s tcp=%s gossip=%s remote=%s\n",
-		node.ID(), httpLn.Addr(), tcpAddr, node.GossipAddr(), node.Self())
+	fmt.Printf("matchd ready member=%s http=%s tcp=%s gossip=%s remote=%s debug=%s\n",
+		node.ID(), httpLn.Addr(), tcpAddr, node.GossipAddr(), node.Self(), debugAddr)
 	log.Info("matchd ready", "member", node.ID(), "http", httpLn.Addr().String(), "tcp", tcpAddr,
 		"store", storeKind(o), "edge_only", o.edgeOnly)
 
