@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -213,7 +214,13 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	srv, err := edge.New(edge.Config{
 		TicketKey: ticketKey, TicketTTL: o.ticketTTL, AdminToken: adminToken, Decks: deckInfos,
 		HelloTimeout: o.helloTimeout, HeartbeatIdle: o.hbIdle, HeartbeatTimeout: o.hbTimeout,
-		AllowedOrigins: splitList(o.origins), Logger: log, ExtraMetrics: grainMetrics.WritePrometheus,
+		AllowedOrigins: splitList(o.origins), Logger: log,
+		ExtraMetrics: func(w io.Writer) error {
+			if err := grainMetrics.WritePrometheus(w); err != nil {
+				return err
+			}
+			return writeProcessMetrics(w)
+		},
 	}, grains.Matches(gw))
 	if err != nil {
 		node.Kill()
