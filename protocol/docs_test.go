@@ -120,7 +120,7 @@ var enumSpecs = map[string]enumSpec{
 	"Visibility":       {"", "", func(v int) string { return Visibility(v).String() }, len(visibilityNames)},
 }
 
-// visibilityLetters maps the Visibility constants to their RULES.md letters.
+// visibilityLetters maps the Visibility constants to their letters in docs/rules.md §10.
 var visibilityLetters = map[string]string{"Public": "P", "Redacted": "R", "OwnerOnly": "O"}
 
 // TestEnumNamesMatchDeclarations checks names.go against the constants: every

@@ -1,6 +1,6 @@
 package protocol
 
-// EventKind is the union key of an Event (RULES.md §10). Keys are permanent:
+// EventKind is the union key of an Event (docs/rules.md §10). Keys are permanent:
 // new events are appended with new keys, a key is never reused.
 type EventKind int
 
@@ -39,7 +39,7 @@ const (
 // eventKindCount is one past the highest known event key.
 const eventKindCount = 28
 
-// Visibility says who may see an event (RULES.md §10).
+// Visibility says who may see an event (docs/rules.md §10).
 type Visibility int
 
 // Visibilities.
@@ -364,7 +364,7 @@ func (*SearchFailedViewEvent) EventKind() EventKind { return EventSearchFailedVi
 // EventKind implements Event.
 func (*GameFinishedEvent) EventKind() EventKind { return EventGameFinished }
 
-// EventVisibility returns who may see events of kind k (RULES.md §10).
+// EventVisibility returns who may see events of kind k (docs/rules.md §10).
 func EventVisibility(k EventKind) Visibility {
 	switch k {
 	case EventCardsDrawn, EventReturnedToDeck:
