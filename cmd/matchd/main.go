@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -36,6 +35,7 @@ type options struct {
 	ticketTTL, helloTimeout, hbIdle, hbTimeout          time.Duration
 	reclaimInterval                                     time.Duration
 	secretsRefresh, ticketKeyRotation                   time.Duration
+	drainTimeout                                        time.Duration
 	probeInterval                                       time.Duration
 	suspicionMult, suspicionMaxMult                     int
 	demoDelay                                           time.Duration
@@ -81,6 +81,7 @@ func parseFlags(args []string) (options, error) {
 	probe := fs.Duration("probe-interval", 0, "memberlist probe interval (0: the cluster default, tuned for a LAN)")
 	suspMult := fs.Int("suspicion-mult", 0, "memberlist suspicion multiplier (0: the cluster default)")
 	suspMax := fs.Int("suspicion-max-timeout-mult", 0, "upper bound of the suspicion timeout while confirmations are missing, as a multiple of the base (0: the cluster default)")
+	drain := fs.Duration("drain-timeout", 20*time.Second, "on SIGTERM: longest graceful drain (sessions told to reconnect elsewhere, matches handed over); the process exits by this bound plus 5 s")
 	debugListen := fs.String("debug-listen", "", "loopback address (127.0.0.1:PORT) serving net/http/pprof under /debug/pprof/; empty: off")
 	demoDelay := fs.Duration("demo-delay", 400*time.Millisecond, "pause between bot moves in --demo")
 	if err := fs.Parse(args); err != nil {
@@ -104,9 +105,9 @@ func parseFlags(args []string) (options, error) {
 			return o, err
 		}
 	}
-	o.secretsRefresh, o.ticketKeyRotation = *secretsRefresh, *rotation
-	if o.secretsRefresh <= 0 || o.ticketKeyRotation < 0 {
-		return o, errors.New("secrets-refresh must be positive and ticket-key-rotation not negative")
+	o.secretsRefresh, o.ticketKeyRotation, o.drainTimeout = *secretsRefresh, *rotation, *drain
+	if o.secretsRefresh <= 0 || o.ticketKeyRotation < 0 || o.drainTimeout <= 0 {
+		return o, errors.New("secrets-refresh and drain-timeout must be positive, ticket-key-rotation not negative")
 	}
 	if err := o.timing.Validate(); err != nil {
 		return o, err
@@ -182,7 +183,13 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 
 	var node *cluster.Node
 	var kinds []*pcluster.Kind
-	grainMetrics := &actors.Metrics{}
+	// One registry holds every metric of this node; the edge serves it at
+	// /metrics. Parts that add metrics register their collectors here.
+	registry := edge.NewRegistry()
+	grainMetrics, err := actors.NewMetrics(registry)
+	if err != nil {
+		return err
+	}
 	if !o.edgeOnly {
 		kind, err := actors.NewMatchKind(actors.GrainDeps{
 			Store: store, Rules: actors.GameRules{}, Timing: o.timing, Logger: log, Metrics: grainMetrics,
@@ -220,13 +227,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	srv, err := edge.New(edge.Config{
 		TicketKey: sec.ticketKey, TicketPreviousKeys: sec.ticketAccept, TicketTTL: o.ticketTTL, AdminToken: adminToken, Decks: deckInfos,
 		HelloTimeout: o.helloTimeout, HeartbeatIdle: o.hbIdle, HeartbeatTimeout: o.hbTimeout,
-		AllowedOrigins: splitList(o.origins), Logger: log,
-		ExtraMetrics: func(w io.Writer) error {
-			if err := grainMetrics.WritePrometheus(w); err != nil {
-				return err
-			}
-			return writeProcessMetrics(w)
-		},
+		AllowedOrigins: splitList(o.origins), Logger: log, Registry: registry,
 	}, grains.Matches(gw))
 	if err != nil {
 		node.Kill()
@@ -311,19 +312,45 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 			runErr = nil
 		}
 	}
-	log.Info("matchd stopping")
-	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	drain(o, srv, hs, node, log)
+	return runErr
+}
+
+// drain is the graceful stop (docs/operations.md §2): the edge stops taking
+// players (/healthz answers 503, new sessions are refused) and tells every
+// connected client to reconnect elsewhere (1001; on TCP a fatal
+// ServerError); then the member leaves the cluster, so peers route its
+// matches elsewhere, and its grains stop after their mailboxes: a write in
+// flight either commits before the stop or is fenced by the new owner's
+// claim, and its intent is retried there. Each step gets a share of
+// --drain-timeout; if the whole drain hangs anyway, the process exits 5 s
+// after the bound, since a supervisor waiting for it is worse than a crash
+// that fencing already makes safe.
+func drain(o options, srv *edge.Server, hs *http.Server, node *cluster.Node, log *slog.Logger) {
+	start := time.Now()
+	log.Info("matchd draining", "bound", o.drainTimeout)
+	watchdog := time.AfterFunc(o.drainTimeout+5*time.Second, func() {
+		log.Error("drain did not finish in time; exiting", "bound", o.drainTimeout)
+		os.Exit(1)
+	})
+	defer watchdog.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), o.drainTimeout)
 	defer cancel()
+	// Sessions get half: clients need a moment to read the close.
+	sctx, scancel := context.WithTimeout(ctx, o.drainTimeout/2)
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("edge shutdown", "err", err)
 	}
-	if err := hs.Shutdown(sctx); err != nil {
+	scancel()
+	hctx, hcancel := context.WithTimeout(ctx, o.drainTimeout/4)
+	if err := hs.Shutdown(hctx); err != nil {
 		log.Warn("http shutdown", "err", err)
 	}
-	if err := node.Leave(sctx); err != nil {
+	hcancel()
+	if err := node.Leave(ctx); err != nil {
 		log.Warn("leave cluster", "err", err)
 	}
-	return runErr
+	log.Info("matchd drained", "took", time.Since(start).Round(time.Millisecond))
 }
 
 // purgeTickets forgets used-ticket records once their tickets have expired:
