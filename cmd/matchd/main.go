@@ -39,6 +39,7 @@ type options struct {
 	probeInterval                                       time.Duration
 	suspicionMult, suspicionMaxMult                     int
 	demoDelay                                           time.Duration
+	security                                            cluster.Security
 	debugListen                                         string
 }
 
@@ -81,6 +82,13 @@ func parseFlags(args []string) (options, error) {
 	probe := fs.Duration("probe-interval", 0, "memberlist probe interval (0: the cluster default, tuned for a LAN)")
 	suspMult := fs.Int("suspicion-mult", 0, "memberlist suspicion multiplier (0: the cluster default)")
 	suspMax := fs.Int("suspicion-max-timeout-mult", 0, "upper bound of the suspicion timeout while confirmations are missing, as a multiple of the base (0: the cluster default)")
+	gossipKey := fs.String("gossip-key", "", "base64 gossip keys (16, 24 or 32 bytes), comma-separated, the first encrypts; prefer MATCHD_GOSSIP_KEY or --gossip-key-file over the command line")
+	gossipKeyFile := fs.String("gossip-key-file", "", "file of base64 gossip keys, one per line, the first encrypts; re-read on change (rotation: add the new key everywhere, move it first everywhere, remove the old one)")
+	tlsCert := fs.String("cluster-tls-cert", "", "PEM certificate of this member for the actor remote's mutual TLS (server and client; SAN = the remote host peers dial)")
+	tlsKey := fs.String("cluster-tls-key", "", "PEM private key of --cluster-tls-cert")
+	tlsCA := fs.String("cluster-tls-ca", "", "PEM CA that signs every member certificate")
+	secretsReload := fs.Duration("cluster-secrets-reload", cluster.DefaultSecretsReload, "how often the gossip key file and cluster TLS files are checked for changes")
+	insecure := fs.Bool("insecure-cluster", false, "allow gossip and remote on non-loopback addresses without a gossip key and TLS (anyone reaching them can join and command any match)")
 	drain := fs.Duration("drain-timeout", 20*time.Second, "on SIGTERM: longest graceful drain (sessions told to reconnect elsewhere, matches handed over); the process exits by this bound plus 5 s")
 	debugListen := fs.String("debug-listen", "", "loopback address (127.0.0.1:PORT) serving net/http/pprof under /debug/pprof/; empty: off")
 	demoDelay := fs.Duration("demo-delay", 400*time.Millisecond, "pause between bot moves in --demo")
@@ -111,6 +119,20 @@ func parseFlags(args []string) (options, error) {
 	}
 	if err := o.timing.Validate(); err != nil {
 		return o, err
+	}
+	o.security = cluster.Security{GossipKeyFile: *gossipKeyFile, Insecure: *insecure, ReloadInterval: *secretsReload}
+	if *gossipKey != "" {
+		keys, err := cluster.ParseGossipKeys(*gossipKey)
+		if err != nil {
+			return o, fmt.Errorf("gossip-key: %w", err)
+		}
+		o.security.GossipKeys = keys
+	}
+	switch {
+	case *tlsCert != "" && *tlsKey != "" && *tlsCA != "":
+		o.security.TLS = &cluster.TLSFiles{CertFile: *tlsCert, KeyFile: *tlsKey, CAFile: *tlsCA}
+	case *tlsCert != "" || *tlsKey != "" || *tlsCA != "":
+		return o, errors.New("cluster-tls-cert, cluster-tls-key and cluster-tls-ca go together")
 	}
 	return o, nil
 }
@@ -204,7 +226,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		SuspicionMaxTimeoutMult: o.suspicionMaxMult}
 	node, err = cluster.Start(cluster.Config{
 		NodeName: o.nodeName, GossipAddr: o.gossipAddr, Join: splitList(o.join), RemoteAddr: o.remoteAddr,
-		ClusterName: o.clusterName, Kinds: kinds, FailureDetection: fd, Logger: base,
+		ClusterName: o.clusterName, Kinds: kinds, FailureDetection: fd, Security: o.security, Logger: base,
 	})
 	if err != nil {
 		return fmt.Errorf("start cluster member: %w", err)
