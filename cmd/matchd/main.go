@@ -40,6 +40,7 @@ type options struct {
 	suspicionMult, suspicionMaxMult                     int
 	demoDelay                                           time.Duration
 	security                                            cluster.Security
+	debugListen                                         string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -90,6 +91,7 @@ func parseFlags(args []string) (options, error) {
 	secretsReload := fs.Duration("cluster-secrets-reload", cluster.DefaultSecretsReload, "how often the gossip key file and cluster TLS files are checked for changes")
 	insecure := fs.Bool("insecure-cluster", false, "allow gossip and remote on non-loopback addresses without a gossip key and TLS (anyone reaching them can join and command any match)")
 	drain := fs.Duration("drain-timeout", 20*time.Second, "on SIGTERM: longest graceful drain (sessions told to reconnect elsewhere, matches handed over); the process exits by this bound plus 5 s")
+	debugListen := fs.String("debug-listen", "", "loopback address (127.0.0.1:PORT) serving net/http/pprof under /debug/pprof/; empty: off")
 	demoDelay := fs.Duration("demo-delay", 400*time.Millisecond, "pause between bot moves in --demo")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -106,6 +108,12 @@ func parseFlags(args []string) (options, error) {
 	o.ticketTTL, o.helloTimeout, o.hbIdle, o.hbTimeout = *ttl, *hello, *hbIdle, *hbTimeout
 	o.reclaimInterval, o.probeInterval, o.demoDelay = *reclaim, *probe, *demoDelay
 	o.suspicionMult, o.suspicionMaxMult = *suspMult, *suspMax
+	o.debugListen = *debugListen
+	if o.debugListen != "" {
+		if err := debugLoopbackOnly(o.debugListen); err != nil {
+			return o, err
+		}
+	}
 	o.secretsRefresh, o.ticketKeyRotation, o.drainTimeout = *secretsRefresh, *rotation, *drain
 	if o.secretsRefresh <= 0 || o.ticketKeyRotation < 0 || o.drainTimeout <= 0 {
 		return o, errors.New("secrets-refresh and drain-timeout must be positive, ticket-key-rotation not negative")
@@ -296,9 +304,17 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	if sec.shared != nil {
 		go refreshTicketKeys(ctx, o, sec, srv.Tickets(), log)
 	}
+	debugAddr := ""
+	if o.debugListen != "" {
+		debugAddr, err = startDebug(ctx, o.debugListen, log)
+		if err != nil {
+			node.Kill()
+			return err
+		}
+	}
 	// One machine-readable line for scripts and tests that start nodes.
-	fmt.Printf("matchd ready member=%s http=%s tcp=%s gossip=%s remote=%s\n",
-		node.ID(), httpLn.Addr(), tcpAddr, node.GossipAddr(), node.Self())
+	fmt.Printf("matchd ready member=%s http=%s tcp=%s gossip=%s remote=%s debug=%s\n",
+		node.ID(), httpLn.Addr(), tcpAddr, node.GossipAddr(), node.Self(), debugAddr)
 	log.Info("matchd ready", "member", node.ID(), "http", httpLn.Addr().String(), "tcp", tcpAddr,
 		"store", storeKind(o), "edge_only", o.edgeOnly)
 
