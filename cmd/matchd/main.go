@@ -45,6 +45,7 @@ type options struct {
 	limits        edge.Config
 	metricsListen string
 	adminPrevious string
+	debugListen   string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -78,6 +79,7 @@ func parseFlags(args []string) (options, error) {
 	keepAlive := fs.Duration("seat-keepalive", def.SeatKeepAlive, "how often an edge proves a seat's connection to its grain")
 	snapEvery := fs.Int("snapshot-every", def.SnapshotEvery, "snapshot a match every N log entries")
 	idleStop := fs.Duration("idle-stop", def.IdleStop, "stop a finished match's grain after this long without requests")
+	botThink := fs.Duration("bot-think", def.BotThink, "how long a bot seat thinks before each decision (shorter than decision-time)")
 	ttl := fs.Duration("ticket-ttl", edge.DefaultTicketTTL, "ticket lifetime")
 	hello := fs.Duration("hello-timeout", edge.DefaultHelloTimeout, "time a new connection has to send ClientHello")
 	hbIdle := fs.Duration("heartbeat-idle", edge.DefaultHeartbeatIdle, "send ServerPing after this long without a client frame")
@@ -106,6 +108,7 @@ func parseFlags(args []string) (options, error) {
 	writeTimeout := fs.Duration("write-timeout", edge.DefaultWriteTimeout, "a game client that does not take a frame within this is disconnected")
 	metricsListen := fs.String("metrics-listen", "", "serve /metrics on this address only (e.g. a private 10.x:9100) instead of on --listen")
 	adminPrev := fs.String("admin-tokens-previous", "", "comma-separated admin tokens still accepted during a rotation (MATCHD_ADMIN_TOKENS_PREVIOUS)")
+	debugListen := fs.String("debug-listen", "", "loopback address (127.0.0.1:PORT) serving net/http/pprof under /debug/pprof/; empty: off")
 	demoDelay := fs.Duration("demo-delay", 400*time.Millisecond, "pause between bot moves in --demo")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -118,10 +121,16 @@ func parseFlags(args []string) (options, error) {
 	o.adminToken, o.ticketKey, o.origins = *admin, *tkey, *origins
 	o.edgeOnly, o.demo, o.demoExit, o.jsonLogs, o.logLevel = *edgeOnly, *demo, *demoExit, *jsonLogs, *level
 	o.timing = actors.Timing{DecisionTime: *decision, BankTime: *bank, AbsenceTimeout: *absence, ClockInterval: *clock,
-		SeatKeepAlive: *keepAlive, SnapshotEvery: *snapEvery, IdleStop: *idleStop}
+		SeatKeepAlive: *keepAlive, SnapshotEvery: *snapEvery, IdleStop: *idleStop, BotThink: *botThink}
 	o.ticketTTL, o.helloTimeout, o.hbIdle, o.hbTimeout = *ttl, *hello, *hbIdle, *hbTimeout
 	o.reclaimInterval, o.probeInterval, o.demoDelay = *reclaim, *probe, *demoDelay
 	o.suspicionMult, o.suspicionMaxMult = *suspMult, *suspMax
+	o.debugListen = *debugListen
+	if o.debugListen != "" {
+		if err := debugLoopbackOnly(o.debugListen); err != nil {
+			return o, err
+		}
+	}
 	o.secretsRefresh, o.ticketKeyRotation, o.drainTimeout = *secretsRefresh, *rotation, *drain
 	if o.secretsRefresh <= 0 || o.ticketKeyRotation < 0 || o.drainTimeout <= 0 {
 		return o, errors.New("secrets-refresh and drain-timeout must be positive, ticket-key-rotation not negative")
@@ -133,6 +142,9 @@ func parseFlags(args []string) (options, error) {
 		MaxBodyBytes: int64(*maxBody), MaxHeaderBytes: *maxHeader, HTTPHeaderTimeout: *httpHeader, HTTPReadTimeout: *httpRead,
 		HTTPWriteTimeout: *httpWrite, HTTPIdleTimeout: *httpIdle, WriteTimeout: *writeTimeout}
 	o.metricsListen, o.adminPrevious = *metricsListen, *adminPrev
+	if o.timing.BotThink >= o.timing.DecisionTime {
+		return o, errors.New("bot-think must be shorter than decision-time")
+	}
 	o.security = cluster.Security{GossipKeyFile: *gossipKeyFile, Insecure: *insecure, ReloadInterval: *secretsReload}
 	if *gossipKey != "" {
 		keys, err := cluster.ParseGossipKeys(*gossipKey)
@@ -331,9 +343,17 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	if sec.shared != nil {
 		go refreshTicketKeys(ctx, o, sec, srv.Tickets(), log)
 	}
+	debugAddr := ""
+	if o.debugListen != "" {
+		debugAddr, err = startDebug(ctx, o.debugListen, log)
+		if err != nil {
+			node.Kill()
+			return err
+		}
+	}
 	// One machine-readable line for scripts and tests that start nodes.
-	fmt.Printf("matchd ready member=%s http=%s tcp=%s gossip=%s remote=%s metrics=%s\n",
-		node.ID(), httpLn.Addr(), tcpAddr, node.GossipAddr(), node.Self(), metricsAddr)
+	fmt.Printf("matchd ready member=%s http=%s tcp=%s gossip=%s remote=%s debug=%s metrics=%s\n",
+		node.ID(), httpLn.Addr(), tcpAddr, node.GossipAddr(), node.Self(), debugAddr, metricsAddr)
 	log.Info("matchd ready", "member", node.ID(), "http", httpLn.Addr().String(), "tcp", tcpAddr,
 		"metrics", metricsAddr, "store", storeKind(o), "edge_only", o.edgeOnly)
 
