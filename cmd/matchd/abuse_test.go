@@ -34,7 +34,9 @@ type latencies []time.Duration
 func (l latencies) String() string {
 	s := slices.Clone(l)
 	slices.Sort(s)
-	q := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))].Round(100 * time.Microsecond) }
+	q := func(p float64) time.Duration {
+		return s[min(len(s)-1, int(p*float64(len(s))))].Round(100 * time.Microsecond)
+	}
 	return fmt.Sprintf("n=%d p50=%v p90=%v max=%v", len(s), q(0.5), q(0.9), s[len(s)-1].Round(100*time.Microsecond))
 }
 
