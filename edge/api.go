@@ -206,6 +206,8 @@ type createMatchRequest struct {
 	Players []struct {
 		Name string `json:"name"`
 		Deck string `json:"deck"`
+		// Bot makes the match play this seat itself (a training match).
+		Bot bool `json:"bot"`
 	} `json:"players"`
 	// Seed is a JSON number or a decimal string (JavaScript clients cannot
 	// write integers above 2^53 as numbers).
@@ -224,7 +226,7 @@ func (s *Server) createMatch(ctx context.Context, r *http.Request) (int, any, er
 	if len(req.Players) != 2 {
 		return 0, nil, badRequest("bad_players", "players must list exactly 2 players, got %d", len(req.Players))
 	}
-	var names, decks [2]string
+	var spec MatchSpec
 	known := s.deckIDs()
 	for i, p := range req.Players {
 		if err := validateName(p.Name); err != nil {
@@ -236,22 +238,21 @@ func (s *Server) createMatch(ctx context.Context, r *http.Request) (int, any, er
 		if known != nil && !known[p.Deck] {
 			return 0, nil, badRequest("unknown_deck", "players[%d].deck %q is not a known deck (see GET /api/decks)", i, p.Deck)
 		}
-		names[i], decks[i] = p.Name, p.Deck
+		spec.Names[i], spec.Decks[i], spec.Bots[i] = p.Name, p.Deck, p.Bot
 	}
-	var seed *uint64
 	if req.Seed != nil && string(*req.Seed) != "null" {
 		v, err := parseSeed(*req.Seed)
 		if err != nil {
 			return 0, nil, badRequest("bad_seed", "seed must be an integer in 0..18446744073709551615")
 		}
-		seed = &v
+		spec.Seed = &v
 	}
-	id, err := s.matches.CreateMatch(ctx, names, decks, seed)
+	id, err := s.matches.CreateMatch(ctx, spec)
 	if err != nil {
 		return 0, nil, fmt.Errorf("create match: %w", err)
 	}
 	s.metrics.matchesCreated.Add(1)
-	s.log.Info("edge: match created", "match", id, "decks", decks)
+	s.log.Info("edge: match created", "match", id, "decks", spec.Decks, "bots", spec.Bots)
 	return http.StatusCreated, createMatchResponse{MatchID: id}, nil
 }
 

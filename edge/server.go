@@ -132,13 +132,14 @@ func (s *Server) serveGame(w http.ResponseWriter, r *http.Request) int {
 		writeError(w, http.StatusForbidden, "origin_not_allowed", "origin not allowed")
 		return http.StatusForbidden
 	}
-	c, err := s.upgrader.Upgrade(w, r, nil)
+	cw := &corkingWriter{ResponseWriter: w}
+	c, err := s.upgrader.Upgrade(cw, r, nil)
 	if err != nil {
 		// Upgrade has written the HTTP error response.
 		s.log.Debug("edge: websocket upgrade failed", "remote", r.RemoteAddr, "err", err)
 		return http.StatusBadRequest
 	}
-	s.startSession(newWSTransport(c))
+	s.startSession(newWSTransport(c, cw.conn))
 	return http.StatusSwitchingProtocols
 }
 

@@ -293,6 +293,10 @@ func (s *session) seatFailed(op string, err error) {
 		r = ReasonMatchNotFound
 	case errors.Is(err, ErrTicketUsed):
 		r = ReasonTicketUsed
+	case errors.Is(err, ErrBadRequest):
+		// The match refuses the seat (a bot plays it): the ticket grants
+		// nothing, and the client must not retry it.
+		r = ReasonInvalidTicket
 	case errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		r = ReasonUnavailable
 	default:
