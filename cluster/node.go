@@ -57,6 +57,9 @@ type Node struct {
 
 	stopped  atomic.Bool
 	stopOnce sync.Once
+	quit     chan struct{} // closed when Leave or Kill begins
+
+	stall *stallWatch
 }
 
 // topology is an immutable snapshot of the published cluster topology.
@@ -82,6 +85,8 @@ func Start(cfg Config) (*Node, error) {
 		changed: make(chan struct{}),
 		lost:    make(chan struct{}),
 		evicted: make(chan struct{}),
+		quit:    make(chan struct{}),
+		stall:   newStallWatch(log),
 	}
 	n.topo.Store(&topology{rdv: pcluster.NewRendezvous()})
 
@@ -116,6 +121,7 @@ func Start(cfg Config) (*Node, error) {
 	if err := n.startMember(); err != nil {
 		return nil, fmt.Errorf("cluster: start member %q: %w", cfg.NodeName, err)
 	}
+	go n.stall.run(n.quit)
 	return n, nil
 }
 
@@ -356,6 +362,7 @@ func (n *Node) Leave(ctx context.Context) error {
 	n.stopOnce.Do(func() {
 		first = true
 		n.stopped.Store(true)
+		close(n.quit)
 	})
 	if !first {
 		return nil
@@ -390,6 +397,7 @@ func (n *Node) Leave(ctx context.Context) error {
 func (n *Node) Kill() {
 	n.stopOnce.Do(func() {
 		n.stopped.Store(true)
+		close(n.quit)
 		n.system.Shutdown()
 		n.c.Remote.Shutdown(false)
 		if err := n.prov.Shutdown(false); err != nil {
