@@ -116,7 +116,8 @@ func (g *Gateway) CreateMatch(ctx context.Context, names [2]string, decks [2]str
 	if err != nil {
 		return "", err
 	}
-	meta, err := encodeInternal(matchMeta{Names: names, Decks: decks, Seed: s, CreatedAt: time.Now().UnixMilli()})
+	meta, err := encodeInternal(matchMeta{Names: names, Decks: decks, Seed: s, CreatedAt: time.Now().UnixMilli(),
+		Version: RulesVersion(g.cfg.Rules)})
 	if err != nil {
 		return "", err
 	}

@@ -13,6 +13,10 @@ type matchMeta struct {
 	Decks     [2]string `msgpack:"d"`
 	Seed      uint64    `msgpack:"s"`
 	CreatedAt int64     `msgpack:"c"`
+	// Version pins the rules (engine and catalog) the match was created
+	// with; a member running other rules refuses to activate it. Empty in
+	// matches created before pinning: those run anywhere.
+	Version string `msgpack:"v,omitempty"`
 }
 
 // entryKind tells what a command-log entry records.
