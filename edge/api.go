@@ -73,6 +73,9 @@ func (s *Server) routes() http.Handler {
 		table["/api/play/tickets"] = route{"play_tickets", http.MethodPost, false, s.apiHandler(s.playTicket)}
 		table["/api/play/decks"] = route{"play_decks", http.MethodGet, false, s.apiHandler(s.listDecks)}
 	}
+	if s.cfg.SeparateMetrics {
+		delete(table, "/metrics") // served by MetricsHandler on its own listener
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rt, ok := table[r.URL.Path]
 		if !ok && s.cfg.Fallback != nil && !strings.HasPrefix(r.URL.Path, "/api/") {
@@ -107,8 +110,10 @@ func (s *Server) serveRoute(rt route, w http.ResponseWriter, r *http.Request) in
 // share the edge's listener (the ops console's API).
 func (s *Server) Authorized(r *http.Request) bool { return s.authorized(r) }
 
-// authorized checks "Authorization: Bearer <admin token>" in constant time
-// (hashing first, so that not even the length leaks).
+// authorized checks "Authorization: Bearer <admin token>" against the
+// current and previous admin tokens in constant time: hashing first, so that
+// not even the length leaks, and comparing with every token, so that the
+// time does not say which one matched.
 func (s *Server) authorized(r *http.Request) bool {
 	h := r.Header.Get("Authorization")
 	scheme, token, ok := strings.Cut(h, " ")
@@ -116,8 +121,11 @@ func (s *Server) authorized(r *http.Request) bool {
 		return false
 	}
 	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	want := sha256.Sum256([]byte(s.cfg.AdminToken))
-	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
+	match := 0
+	for _, t := range s.adminTokens {
+		match |= subtle.ConstantTimeCompare(got[:], t[:])
+	}
+	return match == 1
 }
 
 func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) int {
@@ -127,6 +135,20 @@ func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) int {
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	return http.StatusOK
+}
+
+// MetricsHandler serves GET /metrics alone, for a listener of its own (see
+// Config.SeparateMetrics). Requests are counted like Handler's.
+func (s *Server) MetricsHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
+			s.metrics.httpRequest("other", http.StatusNotFound)
+			return
+		}
+		rt := route{"metrics", http.MethodGet, false, s.serveMetrics}
+		s.metrics.httpRequest(rt.name, s.serveRoute(rt, w, r))
+	})
 }
 
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) int {

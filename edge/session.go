@@ -280,6 +280,7 @@ func (s *session) handshake() bool {
 	s.lastFrame.Store(now.UnixNano())
 	s.lim = newLimiter(s.cfg, now)
 	s.established.Store(true)
+	handshakeDone(s.t) // a player now: no longer counts against MaxHandshakes
 	return true
 }
 
