@@ -44,7 +44,7 @@ type Rules interface {
 // Versioned is implemented by Rules that name their version. A match
 // records the version it was created with and only activates on a member
 // whose Rules report the same one, so that replaying its log reproduces the
-// same events (docs/operations.md §4).
+// same events (docs/operations.md).
 type Versioned interface {
 	Version() string
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -24,6 +25,7 @@ import (
 	"github.com/matchgrain/matchgrain/edge/grains"
 	"github.com/matchgrain/matchgrain/game"
 	"github.com/matchgrain/matchgrain/persistence"
+	"github.com/matchgrain/matchgrain/web"
 )
 
 // options is every setting of a node, from flags and MATCHD_* variables.
@@ -31,7 +33,7 @@ type options struct {
 	nodeName, gossipAddr, join, remoteAddr, clusterName string
 	databaseURL, databaseSchema, dataDir                string
 	listen, tcpListen, adminToken, ticketKey, origins   string
-	edgeOnly, demo, demoExit, jsonLogs                  bool
+	edgeOnly, demo, demoExit, jsonLogs, publicPlay      bool
 	logLevel                                            string
 	timing                                              actors.Timing
 	ticketTTL, helloTimeout, hbIdle, hbTimeout          time.Duration
@@ -70,7 +72,8 @@ func parseFlags(args []string) (options, error) {
 	rotation := fs.Duration("ticket-key-rotation", 0, "replace the shared ticket key when it is this old (0: never); tickets in flight stay valid")
 	origins := fs.String("allowed-origins", "", "comma-separated browser origins allowed on /game ('*' for any)")
 	edgeOnly := fs.Bool("edge-only", false, "serve players but host no match grains")
-	demo := fs.Bool("demo", false, "after start, play a bot match against this node and print it")
+	demo := fs.Bool("demo", false, "after start, play a bot match against this node and print it; implies --public-play")
+	publicPlay := fs.Bool("public-play", false, "let browsers create bot and friend matches without the admin token (rate limited; see web/README.md)")
 	demoExit := fs.Bool("demo-exit", false, "with --demo: stop the node when the demo match is over")
 	jsonLogs := fs.Bool("json-logs", false, "log JSON instead of text")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
@@ -123,6 +126,7 @@ func parseFlags(args []string) (options, error) {
 	o.databaseURL, o.databaseSchema, o.dataDir, o.listen, o.tcpListen = *dburl, *dbSchema, *dataDir, *listen, *tcpListen
 	o.adminToken, o.ticketKey, o.origins = *admin, *tkey, *origins
 	o.edgeOnly, o.demo, o.demoExit, o.jsonLogs, o.logLevel = *edgeOnly, *demo, *demoExit, *jsonLogs, *level
+	o.publicPlay = *publicPlay || *demo
 	o.timing = actors.Timing{DecisionTime: *decision, BankTime: *bank, AbsenceTimeout: *absence, ClockInterval: *clock,
 		SeatKeepAlive: *keepAlive, SnapshotEvery: *snapEvery, IdleStop: *idleStop, BotThink: *botThink}
 	o.ticketTTL, o.helloTimeout, o.hbIdle, o.hbTimeout = *ttl, *hello, *hbIdle, *hbTimeout
@@ -286,10 +290,25 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		return err
 	}
 	adminToken := sec.adminToken
-	srv, err := edge.New(edge.Config{
+	var srv *edge.Server
+	console := web.ConsoleAPI(web.ConsoleDeps{
+		Authorized: func(r *http.Request) bool { return srv.Authorized(r) },
+		Self:       node.ID(), Members: node.Members, Status: gw.Status, Takeovers: grainMetrics.RecentTakeovers,
+		Unfinished: store.ListUnfinished,
+	})
+	pages := web.Handler()
+	srv, err = edge.New(edge.Config{
 		TicketKey: sec.ticketKey, TicketPreviousKeys: sec.ticketAccept, TicketTTL: o.ticketTTL, AdminToken: adminToken, Decks: deckInfos,
 		HelloTimeout: o.helloTimeout, HeartbeatIdle: o.hbIdle, HeartbeatTimeout: o.hbTimeout,
 		AllowedOrigins: splitList(o.origins), Logger: log, Registry: registry,
+		PublicPlay: o.publicPlay,
+		Fallback: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/console/api/") {
+				console.ServeHTTP(w, r)
+				return
+			}
+			pages.ServeHTTP(w, r)
+		}),
 		AdminTokensPrevious: splitList(o.adminPrevious), SeparateMetrics: o.metricsListen != "",
 		MaxConnections: o.limits.MaxConnections, MaxConnectionsPerAddress: o.limits.MaxConnectionsPerAddress,
 		MaxHandshakes: o.limits.MaxHandshakes, MaxBodyBytes: o.limits.MaxBodyBytes, MaxHeaderBytes: o.limits.MaxHeaderBytes,
