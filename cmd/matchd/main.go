@@ -112,6 +112,10 @@ func parseFlags(args []string) (options, error) {
 	httpWrite := fs.Duration("http-write-timeout", edge.DefaultHTTPWriteTimeout, "time to write an HTTP response")
 	httpIdle := fs.Duration("http-idle-timeout", edge.DefaultHTTPIdleTimeout, "close keep-alive HTTP connections idle this long")
 	writeTimeout := fs.Duration("write-timeout", edge.DefaultWriteTimeout, "a game client that does not take a frame within this is disconnected")
+	intentRate := fs.Float64("intents-per-second", edge.DefaultIntentsPerSecond, "intents a connection may send per second")
+	intentBurst := fs.Int("intent-burst", edge.DefaultIntentBurst, "intents a connection may send at once")
+	abuseFactor := fs.Float64("abuse-factor", edge.DefaultAbuseFactor, "frames per second above this multiple of --intents-per-second, sustained over --abuse-window, close the connection (4413)")
+	abuseWindow := fs.Duration("abuse-window", edge.DefaultAbuseWindow, "see --abuse-factor")
 	metricsListen := fs.String("metrics-listen", "", "serve /metrics on this address only (e.g. a private 10.x:9100) instead of on --listen")
 	adminPrev := fs.String("admin-tokens-previous", "", "comma-separated admin tokens still accepted during a rotation (MATCHD_ADMIN_TOKENS_PREVIOUS)")
 	debugListen := fs.String("debug-listen", "", "loopback address (127.0.0.1:PORT) serving net/http/pprof under /debug/pprof/; empty: off")
@@ -147,7 +151,8 @@ func parseFlags(args []string) (options, error) {
 	}
 	o.limits = edge.Config{MaxConnections: *maxConns, MaxConnectionsPerAddress: *maxPerAddr, MaxHandshakes: *maxHandshakes,
 		MaxBodyBytes: int64(*maxBody), MaxHeaderBytes: *maxHeader, HTTPHeaderTimeout: *httpHeader, HTTPReadTimeout: *httpRead,
-		HTTPWriteTimeout: *httpWrite, HTTPIdleTimeout: *httpIdle, WriteTimeout: *writeTimeout}
+		HTTPWriteTimeout: *httpWrite, HTTPIdleTimeout: *httpIdle, WriteTimeout: *writeTimeout,
+		IntentsPerSecond: *intentRate, IntentBurst: *intentBurst, AbuseFactor: *abuseFactor, AbuseWindow: *abuseWindow}
 	o.metricsListen, o.adminPrevious = *metricsListen, *adminPrev
 	if o.timing.BotThink >= o.timing.DecisionTime {
 		return o, errors.New("bot-think must be shorter than decision-time")
@@ -314,6 +319,8 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		MaxHandshakes: o.limits.MaxHandshakes, MaxBodyBytes: o.limits.MaxBodyBytes, MaxHeaderBytes: o.limits.MaxHeaderBytes,
 		HTTPHeaderTimeout: o.limits.HTTPHeaderTimeout, HTTPReadTimeout: o.limits.HTTPReadTimeout,
 		HTTPWriteTimeout: o.limits.HTTPWriteTimeout, HTTPIdleTimeout: o.limits.HTTPIdleTimeout, WriteTimeout: o.limits.WriteTimeout,
+		IntentsPerSecond: o.limits.IntentsPerSecond, IntentBurst: o.limits.IntentBurst,
+		AbuseFactor: o.limits.AbuseFactor, AbuseWindow: o.limits.AbuseWindow,
 	}, grains.Matches(gw))
 	if err != nil {
 		node.Kill()
