@@ -2,10 +2,10 @@ package actors
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"cmp"
 	"log/slog"
 	"slices"
 
