@@ -2,7 +2,7 @@ package actors
 
 import "github.com/matchgrain/matchgrain/protocol"
 
-// decisionClock is the decision clock of PROTOCOL.md §5 and §9.9-§9.10. All
+// decisionClock is the decision clock of docs/protocol.md §5 and §9.9-§9.10. All
 // times are Unix milliseconds taken from the command log, so a replay
 // rebuilds the same clock.
 type decisionClock struct {
@@ -79,7 +79,7 @@ func (c *decisionClock) view(now int64, t Timing) protocol.ClockView {
 
 // absence tracks, per seat, since when it has had no transport (0: present).
 // Both seats are absent from the match's creation until they first connect
-// (PROTOCOL.md §9.9).
+// (docs/protocol.md §9.9).
 type absence struct {
 	Since [2]int64
 }

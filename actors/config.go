@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Timing holds every duration the match grain uses (PROTOCOL.md §5). Tests
+// Timing holds every duration the match grain uses (docs/protocol.md §5). Tests
 // scale them down; production uses DefaultTiming.
 type Timing struct {
 	// DecisionTime is the free time per decision (default 90 s).

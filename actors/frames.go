@@ -32,7 +32,7 @@ func (g *grain) view(seat int) protocol.MatchView {
 	for i := range v.Players {
 		v.Players[i].Name = g.meta.Names[i]
 	}
-	// Conceding is always possible while the match runs (seed §6), and the
+	// Conceding is always possible while the match runs (docs/protocol.md §9.16), and the
 	// server, not the engine, handles it.
 	if !g.engine.IsFinished() && !hasConcede(v.LegalIntents) {
 		v.LegalIntents = append(v.LegalIntents, protocol.Concede{})
@@ -65,7 +65,7 @@ func (g *grain) project(seat int, evs []protocol.EventEnvelope) []protocol.Event
 }
 
 // batchFrame is one batch of new events for seat; its range covers the
-// whole batch even if seat may see none of it (PROTOCOL.md §9.4).
+// whole batch even if seat may see none of it (docs/protocol.md §9.4).
 func (g *grain) batchFrame(seat int, evs []protocol.EventEnvelope) OutFrame {
 	from, to := evs[0].Seq, evs[len(evs)-1].Seq
 	return g.frame(&protocol.ServerEvents{FromSeq: from, ToSeq: to, Events: g.project(seat, evs)}, to)
@@ -73,7 +73,7 @@ func (g *grain) batchFrame(seat int, evs []protocol.EventEnvelope) OutFrame {
 
 // eventsFrame is every event from fromSeq (inclusive) to now for seat; the
 // caller has checked that the journal covers fromSeq. fromSeq > last seq
-// gives an empty frame meaning "up to date" (PROTOCOL.md §4.4).
+// gives an empty frame meaning "up to date" (docs/protocol.md §4.4).
 func (g *grain) eventsFrame(seat int, fromSeq int64) OutFrame {
 	last := g.engine.LastSeq()
 	if fromSeq > last {
@@ -84,7 +84,7 @@ func (g *grain) eventsFrame(seat int, fromSeq int64) OutFrame {
 	b, err := protocol.EncodeServerFrame(f)
 	if errors.Is(err, protocol.ErrFrameTooLarge) {
 		// A very long gap does not fit one frame; a snapshot always does
-		// and is an allowed answer to a resume or resync (PROTOCOL.md §4).
+		// and is an allowed answer to a resume or resync (docs/protocol.md §4).
 		return g.snapshotFrame(seat)
 	}
 	if err != nil {

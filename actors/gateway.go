@@ -72,7 +72,7 @@ type Gateway struct {
 	mu sync.Mutex
 	// open counts this member's open seats per match, so the PID cache
 	// entry of a match is dropped when its last local seat closes
-	// (protoactor's cache never forgets by itself, PROTOACTOR.md §5.1).
+	// (protoactor's cache never forgets by itself, docs/cluster.md §5.1).
 	open map[string]int
 }
 
@@ -232,7 +232,7 @@ type Sink interface {
 
 // OpenSeat attaches sink to a seat: the ticket is consumed by the grain
 // (exactly once, durably), and when OpenSeat returns the sink has been given
-// the ServerHello and the snapshot or resume events (PROTOCOL.md §4.2).
+// the ServerHello and the snapshot or resume events (docs/protocol.md §4.2).
 func (g *Gateway) OpenSeat(ctx context.Context, req SeatRequest, sink Sink) (*Seat, error) {
 	if req.Seat < 0 || req.Seat > 1 {
 		return nil, fmt.Errorf("%w: seat %d", ErrBadRequest, req.Seat)

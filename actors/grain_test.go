@@ -19,7 +19,7 @@ import (
 )
 
 // testNode is one real cluster member in this process (a single member is
-// race-clean; several are not, see PROTOACTOR.md §6) with the match kind, a
+// race-clean; several are not, see docs/cluster.md §6) with the match kind, a
 // real embedded store and a gateway.
 type testNode struct {
 	node    *mgcluster.Node

@@ -117,7 +117,7 @@ func (g *grain) handleIntent(ctx actor.Context, a *attachment, m *SubmitIntent) 
 	if err != nil {
 		code, reason := g.deps.Rules.RejectCode(err)
 		if code == protocol.RejectIllegal && ci.BasedOnSeq < g.engine.LastSeq() {
-			// The client decided on an old state: it must resync (seed §4.3).
+			// The client decided on an old state: it must resync (docs/protocol.md §9.15).
 			code = protocol.RejectStale
 		}
 		g.reject(ctx, a, key, ci, code, reason)
@@ -135,7 +135,7 @@ func (g *grain) handleIntent(ctx actor.Context, a *attachment, m *SubmitIntent) 
 	return ReplyOK, ""
 }
 
-// precheck applies the checks that come before the engine (PROTOCOL.md §4.3).
+// precheck applies the checks that come before the engine (docs/protocol.md §4.3).
 func (g *grain) precheck(seat int, ci *protocol.ClientIntent) (protocol.IntentRejectCode, string) {
 	if g.engine.IsFinished() {
 		return protocol.RejectMatchFinished, "match finished"
@@ -166,7 +166,7 @@ func (g *grain) sendResult(ctx actor.Context, a *attachment, r protocol.ServerIn
 
 // broadcast sends the result (to seat only) and then the events of one batch
 // to every attached seat, each through its own projection. A seat gets the
-// whole batch range even when it may see none of its events (PROTOCOL.md §9.4).
+// whole batch range even when it may see none of its events (docs/protocol.md §9.4).
 func (g *grain) broadcast(ctx actor.Context, evs []protocol.EventEnvelope, seat int, res *protocol.ServerIntentResult, deciderChanged bool) {
 	for s, a := range g.seats {
 		if a == nil {

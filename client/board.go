@@ -10,12 +10,12 @@ import (
 // Board is what a client keeps of a match from events. Its summary fields
 // (who stands on which circle, damage counts, turn and result) follow the
 // public events of any engine; View is the seat's whole MatchView kept from
-// the events of the bundled game (docs/protocol.md, "Event-complete
-// protocol"), legal intents included, so a client acts without asking for
-// a snapshot. A Session keeps one from the last snapshot (or from seq 0)
-// plus the events after it, and compares it with every later snapshot at
-// the same eventSeq; a difference means a lost, duplicated or misordered
-// event (or a server bug), which is what the acceptance tests look for.
+// the events of the bundled game (docs/protocol.md §13), legal intents
+// included, so a client acts without asking for a snapshot. A Session keeps
+// one from the last snapshot (or from seq 0) plus the events after it, and
+// compares it with every later snapshot at the same eventSeq; a difference
+// means a lost, duplicated or misordered event (or a server bug), which is
+// what the acceptance tests look for.
 type Board struct {
 	// EventSeq is the last event applied.
 	EventSeq   int64

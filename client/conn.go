@@ -38,7 +38,7 @@ const (
 
 // CloseError is how a connection ended. On WebSocket Code is the close code;
 // on TCP, which has no close codes, it is derived from the final fatal
-// ServerError (PROTOCOL.md §9.6): the same numbers on both transports.
+// ServerError (docs/protocol.md §9.6): the same numbers on both transports.
 type CloseError struct {
 	// Code is the close code (4401, 4409, ...); 1006 when the connection
 	// ended without one.

@@ -17,8 +17,8 @@ import (
 // before every connection attempt (tickets are single use).
 type TicketFunc func(ctx context.Context) (string, error)
 
-// DefaultBackoff is the wait before each reconnection attempt (PROTOCOL.md,
-// seed §10): at once, then 2, 10 and 30 seconds.
+// DefaultBackoff is the wait before each reconnection attempt
+// (docs/protocol.md §4.6): at once, then 2, 10 and 30 seconds.
 var DefaultBackoff = []time.Duration{0, 2 * time.Second, 10 * time.Second, 30 * time.Second}
 
 // Config configures a Session. Zero fields take the default in their comment.

@@ -10,7 +10,7 @@ import (
 )
 
 // viewState is the whole MatchView of one seat kept from events alone
-// (docs/protocol.md, "Event-complete protocol"): zones and counts from the
+// (docs/protocol.md §13): zones and counts from the
 // movement events, phase and turn from TurnStarted and PhaseStarted, and
 // everything the rules derive (decider, pending decision, legal intents,
 // trigger, battle, unit power, critical and rest state) from the Decision

@@ -24,7 +24,7 @@ const (
 	DefaultTopologyRepublish = time.Second
 	DefaultLeaveTimeout      = 2 * time.Second
 	defaultNodeName          = "member"
-	remoteMaxRetryCount      = 2 // PROTOACTOR.md §5.3: writers stuck on dead peers must not stall shutdown
+	remoteMaxRetryCount      = 2 // docs/cluster.md §5.3: writers stuck on dead peers must not stall shutdown
 	minHeartbeatExpiration   = time.Minute
 )
 
@@ -110,7 +110,7 @@ type Backoff struct {
 // The trade-off is false suspicion: a member that cannot answer probes for
 // longer than the timeout (a long GC or CPU stall, a saturated link, or peers
 // that are themselves starved) is declared dead although alive, and
-// protoactor then blocks its ID for good (PROTOACTOR.md §1.1), so it must
+// protoactor then blocks its ID for good (docs/cluster.md §1.1), so it must
 // restart (Node.Evicted). Raise ProbeInterval and SuspicionMult together on
 // noisy networks or overloaded hosts; failover time grows linearly with both.
 // Setting SuspicionMult above 3 makes clusters of 3 members or fewer decide
@@ -236,7 +236,7 @@ func (fd FailureDetection) worstDetection() time.Duration {
 
 // heartbeatExpiration keeps protoactor's gossip heartbeat check far behind
 // memberlist, so memberlist stays the single failure detector (a heartbeat
-// expiry blocks a member forever, PROTOACTOR.md §1.3).
+// expiry blocks a member forever, docs/cluster.md §1.3).
 func (fd FailureDetection) heartbeatExpiration() time.Duration {
 	return max(minHeartbeatExpiration, 4*fd.worstDetection())
 }

@@ -6,9 +6,9 @@
 //
 // Membership is advisory because views differ while gossip converges, during
 // a partition, and on a member that peers declared dead but that still runs:
-// two activations of one identity can then exist for a while (PROTOACTOR.md
-// §3.3). Nothing here prevents that; grains must fence their writes in the
-// store so that only the newest activation can commit.
+// two activations of one identity can then exist for a while
+// (docs/cluster.md §3.3). Nothing here prevents that; grains must fence their
+// writes in the store so that only the newest activation can commit.
 //
 // The package does not know what the grains are: it hosts whatever kinds it
 // is given (an empty list makes an edge-only member that routes but hosts

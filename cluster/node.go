@@ -344,7 +344,7 @@ func (n *Node) markEvicted() {
 	})
 }
 
-// Leave stops this member gracefully (PROTOACTOR.md §5.3): it leaves the
+// Leave stops this member gracefully (docs/cluster.md §5.3): it leaves the
 // membership first so peers route this member's identities elsewhere, waits
 // a few gossip rounds for them to notice, then lets protoactor poison the
 // local grains (each drains its mailbox first), stop gossip and close the
@@ -386,7 +386,7 @@ func (n *Node) Leave(ctx context.Context) error {
 // Kill stops this member abruptly, as a crash would look to its peers: no
 // leave message, no grain shutdown (in-process grains keep running as
 // zombies, which is what fencing must handle), the remote server and
-// memberlist closed so peers detect the failure. For tests (PROTOACTOR.md §6).
+// memberlist closed so peers detect the failure. For tests (docs/cluster.md §6).
 func (n *Node) Kill() {
 	n.stopOnce.Do(func() {
 		n.stopped.Store(true)

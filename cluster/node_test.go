@@ -17,7 +17,7 @@ import (
 	"github.com/matchgrain/matchgrain/cluster"
 )
 
-// In-process tests with a single member: pure logic only (PROTOACTOR.md §6:
+// In-process tests with a single member: pure logic only (docs/cluster.md §6:
 // several members in one process race under -race).
 
 const (

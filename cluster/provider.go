@@ -18,11 +18,11 @@ import (
 )
 
 // errClientMode is returned by StartClient: edge nodes are members without
-// kinds, because protoactor's client mode panics on shutdown (PROTOACTOR.md §1.3).
+// kinds, because protoactor's client mode panics on shutdown (docs/cluster.md §1.3).
 var errClientMode = errors.New("cluster: client mode is not supported; start a member without kinds")
 
 // provider is a protoactor ClusterProvider backed by memberlist
-// (PROTOACTOR.md §1). memberlist decides who is alive; the provider only
+// (docs/cluster.md §1). memberlist decides who is alive; the provider only
 // mirrors memberlist's live set (alive and suspect nodes, as its join, update
 // and leave events report them) into MemberList.UpdateClusterTopology, on
 // every event and on a periodic tick.

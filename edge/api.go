@@ -19,7 +19,7 @@ import (
 // MaxPlayerNameLen bounds a player's display name in bytes.
 const MaxPlayerNameLen = 64
 
-// apiError is the body of every HTTP error (PROTOCOL.md §9.13).
+// apiError is the body of every HTTP error (docs/protocol.md §9.13).
 type apiError struct {
 	Error   string `json:"error"`
 	Message string `json:"message"`

@@ -7,7 +7,7 @@ import "github.com/matchgrain/matchgrain/protocol"
 type CloseReason int
 
 // Close reasons. Each maps to one WebSocket close code, and on TCP to the
-// final fatal ServerError that stands in for it (PROTOCOL.md §6, §9.6).
+// final fatal ServerError that stands in for it (docs/protocol.md §6, §9.6).
 const (
 	// ReasonClientLeave: the client sent ClientLeave; close 1000.
 	ReasonClientLeave CloseReason = iota + 1

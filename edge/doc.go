@@ -10,7 +10,7 @@
 // the size limit, the token-bucket rate limit and the heartbeat deadline) and
 // a writer (a bounded outbound queue, a deadline on every write, ServerPing
 // when the client is idle, and the goodbye). The same code serves WebSocket
-// and TCP: on TCP the close codes of PROTOCOL.md §6 become a final fatal
+// and TCP: on TCP the close codes of docs/protocol.md §6 become a final fatal
 // ServerError (HeartbeatTimeout and SessionReplaced where WebSocket uses 4408
 // and 4409). Every close has a typed CloseReason, whose label is used in
 // metrics and logs.

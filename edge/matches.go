@@ -24,7 +24,7 @@ type Matches interface {
 	// by the edge: signature, expiry, match, seat) is consumed here exactly
 	// once, durably (ErrTicketUsed on reuse). On success the sink has ALREADY
 	// been given, in order, the ServerHello and then either ServerEvents
-	// (resume) or a ServerSnapshot, exactly as PROTOCOL.md §4.2/§9.8 say;
+	// (resume) or a ServerSnapshot, exactly as docs/protocol.md §4.2/§9.8 say;
 	// afterwards every frame for this seat (intent results, events, clocks)
 	// arrives through sink.Deliver in order. Errors: ErrMatchNotFound,
 	// ErrTicketUsed, ErrUnavailable (retry later), others internal.

@@ -66,7 +66,7 @@ func newWSTransport(c *websocket.Conn) *wsTransport { return &wsTransport{c: c} 
 // readFrame enforces protocol.MaxFrameBytes itself instead of through
 // websocket.Conn.SetReadLimit: gorilla answers its own limit with a close
 // 1009 and then refuses further writes, which would make the ServerError
-// (MalformedFrame) + 4400 of PROTOCOL.md §2 impossible. Reading at most
+// (MalformedFrame) + 4400 of docs/protocol.md §2 impossible. Reading at most
 // MaxFrameBytes+1 bytes of the message bounds memory by the same number, and
 // nothing is decoded before the size is known to be within the limit.
 func (t *wsTransport) readFrame() ([]byte, error) {

@@ -6,7 +6,7 @@ import (
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
-// resolveActivation resolves one queued AUTO activation (RULES §7.2): fizzle,
+// resolveActivation resolves one queued AUTO activation (docs/rules.md §7.2): fizzle,
 // no target, unpayable, the optional-ability decision, then cost and effect.
 func (e *Engine) resolveActivation(a activation) {
 	p := int(e.cards[a.source].owner)

@@ -17,10 +17,10 @@ const (
 	DeckTidewarden DeckID = "S2"
 )
 
-// DeckSize is the exact number of cards in a deck, starter included (RULES D2).
+// DeckSize is the exact number of cards in a deck, starter included (docs/rules.md §1 (D2)).
 const DeckSize = 50
 
-// Construction limits of RULES D2.
+// Construction limits of docs/rules.md §1 (D2).
 const (
 	deckTriggers     = 16
 	maxHeal          = 4
@@ -30,7 +30,7 @@ const (
 	maxPrintingIDLen = protocol.MaxPrintingIDLen
 )
 
-// Ability is the typed parameter block of one ability template (RULES §7.1).
+// Ability is the typed parameter block of one ability template (docs/rules.md §7.1).
 // Each template is its own struct, so a wrong parameter fails to compile.
 type Ability interface {
 	// Key is the template's key (A1..A10).
@@ -112,7 +112,7 @@ func (ActRally) Key() protocol.AbilityKey { return protocol.AbilityActRally }
 // Key implements Ability.
 func (Grade3Power) Key() protocol.AbilityKey { return protocol.AbilityGrade3Power }
 
-// Printing is one card design of the catalog (RULES §12). Skills follow the
+// Printing is one card design of the catalog (docs/rules.md §12). Skills follow the
 // grade: grades 0-1 boost, grade 2 intercepts, grade 3 twin-drives.
 type Printing struct {
 	ID       string               // printingId, e.g. "S1-001"; sorts the catalog
@@ -124,7 +124,7 @@ type Printing struct {
 	Critical int                  // printed critical (1 for every starter card)
 	Trigger  protocol.TriggerType // trigger icon; TriggerNone for a normal unit
 	Starter  bool                 // the deck's first vanguard
-	Sentinel bool                 // the perfect-guard keyword (RULES §7.1 SEN)
+	Sentinel bool                 // the perfect-guard keyword (docs/rules.md §7.1 SEN)
 	// Ability is nil for a vanilla unit; the sentinel keyword is Sentinel, not an Ability.
 	Ability Ability
 	// Copies is how many the printing's starter deck holds.
@@ -145,7 +145,7 @@ const (
 	ClanTidewarden = "Tidewarden"
 )
 
-// Common stat lines of RULES §12.
+// Common stat lines of docs/rules.md §12.
 const (
 	g3Power, g2Power, g1Power  = 13000, 10000, 8000
 	trigPower, starterPower    = 5000, 6000
@@ -277,7 +277,7 @@ func buildCatalog() error {
 	return nil
 }
 
-// validatePrinting checks one catalog row against the rules of RULES §2, §7, §12.
+// validatePrinting checks one catalog row against the rules of docs/rules.md §2, §7, §12.
 func validatePrinting(p *Printing) error {
 	switch {
 	case p.ID == "" || len(p.ID) > maxPrintingIDLen:
@@ -412,7 +412,7 @@ func DeckList(id DeckID) ([]string, error) {
 	return nil, fmt.Errorf("deck %q: %w", id, ErrUnknownDeck)
 }
 
-// ValidateDeck checks a deck list against the construction rules of RULES D2:
+// ValidateDeck checks a deck list against the construction rules of docs/rules.md §1 (D2):
 // exactly 50 known cards, exactly one starter, exactly 16 triggers (at most 4
 // heal, at most 8 each of critical, draw and front), at most 4 sentinels, at
 // most 4 copies of a non-trigger printing, one clan (see copyLimit). The error wraps ErrInvalidDeck.
@@ -466,7 +466,7 @@ func ValidateDeck(list []string) error {
 	return nil
 }
 
-// copyLimit is how many copies of p a deck may hold. RULES D2 says 4 per
+// copyLimit is how many copies of p a deck may hold. docs/rules.md §1 (D2) says 4 per
 // printing, but its own deck S1 (§12.1) holds 8 copies of the critical trigger
 // S1-002 and must be accepted (§15.10). The engine therefore exempts trigger
 // units from the 4-copy limit; they stay capped by the per-type trigger limits.

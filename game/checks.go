@@ -2,7 +2,7 @@ package game
 
 import "github.com/matchgrain/matchgrain/protocol"
 
-// startCheck reveals the top card of p's deck into the trigger zone (RULES §6)
+// startCheck reveals the top card of p's deck into the trigger zone (docs/rules.md §6)
 // and resolves its trigger, raising a Trigger decision when ≥2 pairs exist.
 func (e *Engine) startCheck(kind uint8, p, index, total int) {
 	pl := &e.pl[p]
@@ -38,7 +38,7 @@ func (e *Engine) startCheck(kind uint8, p, index, total int) {
 }
 
 // triggerTargets lists the legal power and effect targets of the trigger in
-// p's trigger zone; the legal pairs are their product (RULES §6).
+// p's trigger zone; the legal pairs are their product (docs/rules.md §6).
 func (e *Engine) triggerTargets(p int, pts, ets []int) ([]int, []int) {
 	for s := slotVC; s < 5; s++ {
 		if e.unitAt(p, s) != 0 {
@@ -98,7 +98,7 @@ func (e *Engine) applyTrigger(pt, et int) {
 	}
 }
 
-// heal moves the damage card named by et (RULES §6) to the drop zone and
+// heal moves the damage card named by et (docs/rules.md §6) to the drop zone and
 // returns it, or 0 when et names none.
 func (e *Engine) heal(p, et int) uint8 {
 	pl := &e.pl[p]

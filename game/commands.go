@@ -152,7 +152,7 @@ func (e *Engine) atStage(st stage) why {
 	return allowed
 }
 
-// checkIntent is the legality test of every command (RULES §8) for p, the
+// checkIntent is the legality test of every command (docs/rules.md §8) for p, the
 // decider. LegalCommands enumerates candidates through the same checks, so
 // the two cannot disagree.
 func (e *Engine) checkIntent(p int, in protocol.Intent) why {

@@ -166,7 +166,7 @@ func TestSeedsDiffer(t *testing.T) {
 	}
 }
 
-// TestRNGVectors pins the RNG of RULES §13 (PCG seeded (seed, 0), Lemire
+// TestRNGVectors pins the RNG of docs/rules.md §13 (PCG seeded (seed, 0), Lemire
 // bounded integers, Fisher–Yates), so that a change in math/rand/v2 or here
 // that would break replays of stored matches fails loudly.
 func TestRNGVectors(t *testing.T) {
@@ -212,7 +212,7 @@ func TestRNGVectors(t *testing.T) {
 }
 
 // TestSetupVector pins the first events of one seed: the first-player bit,
-// the instance ids and the opening hands follow RULES §13 exactly.
+// the instance ids and the opening hands follow docs/rules.md §13 exactly.
 func TestSetupVector(t *testing.T) {
 	e, envs, err := New(1, decksFor(0))
 	if err != nil {

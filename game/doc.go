@@ -1,4 +1,4 @@
-// Package game is the rules engine of the card game (shared/spec/RULES.md): a
+// Package game is the rules engine of the card game (docs/rules.md): a
 // pure, deterministic state machine in which (seed, deck lists, command log)
 // always yields byte-identical events, views and state, and a refused command
 // changes nothing.
@@ -7,7 +7,7 @@
 // iterates a map on a path that affects the outcome. Its only randomness is
 // one PCG (math/rand/v2) per match, of which only Uint64 is consumed, with
 // Lemire bounded integers and Fisher–Yates shuffles implemented here, in the
-// normative order of RULES §13. The RNG state is part of MarshalState.
+// normative order of docs/rules.md §13. The RNG state is part of MarshalState.
 //
 // A match is driven like this (the match grain in package actors does it):
 //
@@ -27,7 +27,7 @@
 // ride, main, attack, guard) and the pending ones (Trigger, Order, Ability,
 // Choice), which are raised only when they have at least two options.
 //
-// Event-complete invariant (docs/protocol.md, "Event-complete protocol"):
+// Event-complete invariant (docs/protocol.md §13):
 // every accepted command appends at least one event, and a seat's view is a
 // pure function of (match, eventSeq, seat). Every batch (New, Execute,
 // Finish) ends with a protocol.DecisionEvent, built from the final state of

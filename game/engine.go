@@ -10,7 +10,7 @@ import (
 // produce fewer events, a whole turn change about a dozen.
 const eventsCap = 16
 
-// New validates both deck lists (RULES D2), sets the match up (RULES §3) and
+// New validates both deck lists (docs/rules.md §1 (D2)), sets the match up (docs/rules.md §3) and
 // returns the engine with its first events: GameStarted (seq 1), the opening
 // draws and everything up to the first decision (the first player's mulligan).
 // decks[p] is player p's list of printing ids (see DeckList). The error wraps
@@ -24,7 +24,7 @@ func New(seed uint64, decks [2][]string) (*Engine, []protocol.EventEnvelope, err
 	e := &Engine{winner: protocol.NoWinner, phase: protocol.PhaseSetup}
 	e.allocZones()
 	e.out = make([]protocol.EventEnvelope, 0, eventsCap)
-	// RULES §13 order: the first-player bit, the instance id permutation, then
+	// docs/rules.md §13 order: the first-player bit, the instance id permutation, then
 	// each player's deck shuffle.
 	e.rng = newRNG(seed)
 	e.first = uint8(e.rng.bounded(2))
@@ -85,7 +85,7 @@ func (e *Engine) allocZones() {
 // seq numbers, up to the next decision. A refused command returns a
 // *Rejection (errors.Is with ErrIllegal, ErrNotYourTurn or ErrMatchFinished)
 // and changes nothing: no state, no RNG use, no seq. Concede is never
-// executed here: the server ends the match with Finish (RULES §8 #17).
+// executed here: the server ends the match with Finish (docs/rules.md §8 #17).
 func (e *Engine) Execute(player int, in protocol.Intent) ([]protocol.EventEnvelope, error) {
 	if e.finished {
 		return nil, &Rejection{Code: protocol.RejectMatchFinished, Reason: "the match is finished"}
@@ -208,7 +208,7 @@ func (e *Engine) run() {
 	}
 }
 
-// settle is the resolution loop of RULES §7.2: a check point, then the turn
+// settle is the resolution loop of docs/rules.md §7.2: a check point, then the turn
 // player's queued abilities, then the other player's. It reports whether the
 // flow may continue (false: the match ended or a decision is open).
 func (e *Engine) settle() bool {
@@ -242,7 +242,7 @@ func (e *Engine) settle() bool {
 	}
 }
 
-// checkpoint applies RULES §9: 6+ damage or an empty deck loses; both at once draw.
+// checkpoint applies docs/rules.md §9: 6+ damage or an empty deck loses; both at once draw.
 func (e *Engine) checkpoint() {
 	var lose [2]bool
 	var why [2]protocol.FinishReason
@@ -282,7 +282,7 @@ func (e *Engine) enterPhase(ph protocol.Phase, st protocol.Step) {
 	e.emit(&protocol.PhaseStartedEvent{Phase: ph, Step: st})
 }
 
-// beginTurn runs the stand and draw phases of the turn player (RULES §4).
+// beginTurn runs the stand and draw phases of the turn player (docs/rules.md §4).
 func (e *Engine) beginTurn() {
 	e.turn++
 	tp := int(e.tp)
@@ -455,7 +455,7 @@ func (e *Engine) driveCheck() {
 	e.startCheck(checkDrive, p, int(b.driveDone)+1, int(b.driveTotal))
 }
 
-// damageStep decides hit or miss (RULES §5) and what follows.
+// damageStep decides hit or miss (docs/rules.md §5) and what follows.
 func (e *Engine) damageStep() {
 	e.enterPhase(protocol.PhaseBattle, protocol.StepDamage)
 	b := &e.battle

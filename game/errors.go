@@ -16,7 +16,7 @@ var (
 	ErrNotYourTurn = errors.New("game: not your turn")
 	// ErrMatchFinished: the match has ended; no command is accepted.
 	ErrMatchFinished = errors.New("game: match finished")
-	// ErrInvalidDeck: a deck list breaks the construction rules (RULES D2).
+	// ErrInvalidDeck: a deck list breaks the construction rules (docs/rules.md §1 (D2)).
 	ErrInvalidDeck = errors.New("game: invalid deck")
 	// ErrUnknownDeck: no starter deck has the requested id.
 	ErrUnknownDeck = errors.New("game: unknown deck")

@@ -14,7 +14,7 @@ import (
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
-// maxCommands is the termination guard of RULES §14.9.
+// maxCommands is the termination guard of docs/rules.md §14.9.
 const maxCommands = 5000
 
 // playOpts chooses which variant of random play a game uses.
@@ -49,7 +49,7 @@ func decksFor(seed uint64) [2][]string {
 	return d
 }
 
-// harness plays one game and checks every invariant of RULES §14 after
+// harness plays one game and checks every invariant of docs/rules.md §14 after
 // every command. Its own choices come from its own seeded PCG, so a failure
 // is reproduced by its seed alone.
 type harness struct {
@@ -194,7 +194,7 @@ func (h *harness) step() error {
 // copyCheckEvery is how often (in commands) checkOnCopy runs.
 const copyCheckEvery = 3
 
-// checkLegal checks the shape of the decider's command list (RULES §8, D8).
+// checkLegal checks the shape of the decider's command list (docs/rules.md §8, D8).
 func (h *harness) checkLegal(d int, legal []protocol.Intent) error {
 	e := h.e
 	if d != 0 && d != 1 {
@@ -451,7 +451,7 @@ func redactedCount(ev protocol.Event) int {
 	return -1
 }
 
-// facts rebuilds the battle facts of RULES §14.4-5 from the event stream.
+// facts rebuilds the battle facts of docs/rules.md §14.4-5 from the event stream.
 func (h *harness) facts(ev protocol.Event) error {
 	a := &h.atk
 	switch v := ev.(type) {
@@ -551,7 +551,7 @@ func (h *harness) facts(ev protocol.Event) error {
 			return fmt.Errorf("%d damage checks, want at most %d", a.dmgChecks, a.expectDmg)
 		}
 		if v.Winner == protocol.NoWinner && v.Reason == protocol.FinishDraw {
-			// RULES §9: the starter catalog cannot reach a check-point draw.
+			// docs/rules.md §9: the starter catalog cannot reach a check-point draw.
 			return errors.New("check-point draw reached")
 		}
 	}
@@ -597,7 +597,7 @@ func (h *harness) damageCount(p int) int {
 	return n
 }
 
-// checkState checks the state invariants of RULES §14 after a command.
+// checkState checks the state invariants of docs/rules.md §14 after a command.
 func (h *harness) checkState() error {
 	e := h.e
 	if err := e.validate(); err != nil {
@@ -833,7 +833,7 @@ func inList(in protocol.Intent, legal []protocol.Intent) bool {
 	return false
 }
 
-// compareIntents is the canonical order of RULES §8: by intent key, then by
+// compareIntents is the canonical order of docs/rules.md §8: by intent key, then by
 // fields ascending, nil before values, strings in byte order.
 func compareIntents(a, b protocol.Intent) int {
 	a, b = valueIntent(a), valueIntent(b)

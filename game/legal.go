@@ -3,7 +3,7 @@ package game
 import "github.com/matchgrain/matchgrain/protocol"
 
 // LegalCommands lists what player may send now, in the canonical order of
-// RULES §8 (by intent key, then fields ascending, nil first). The decider's
+// docs/rules.md §8 (by intent key, then fields ascending, nil first). The decider's
 // list ends with Concede; any other player gets [Concede]; a finished match
 // gives an empty list. Concede is listed because the server accepts it from
 // either player at any time, but Execute refuses it: the server calls Finish.

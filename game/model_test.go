@@ -11,7 +11,7 @@ import (
 // model). After every command it must agree with the engine's zones, which
 // proves that every zone change has an event; and since it knows each card's
 // zone before and after each event, it decides whether an event shown to the
-// opponent may name a card (RULES §14.7).
+// opponent may name a card (docs/rules.md §14.7).
 type zoneModel struct {
 	zone    [maxCards + 1]mzone
 	slot    [maxCards + 1]int8 // rear-guard circle, for mRC

@@ -13,7 +13,7 @@ import (
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
-// Random play (RULES §14): the decider picks uniformly among its legal
+// Random play (docs/rules.md §14): the decider picks uniformly among its legal
 // commands (Concede excluded); every invariant is checked after every
 // command. The normal suite plays 2,000 games plus 400 with random
 // server-decided ends. For the long run:

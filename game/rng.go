@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 )
 
-// rng is the match's only source of randomness (RULES §13): a PCG from
+// rng is the match's only source of randomness (docs/rules.md §13): a PCG from
 // math/rand/v2 of which only Uint64 is used. Bounded integers and shuffles are
 // implemented here so that replays never depend on library helpers a Go
 // release could change.

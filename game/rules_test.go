@@ -8,7 +8,7 @@ import (
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
-// Rules edges of RULES §14.10 and the other rules the spec pins down. Player
+// Rules edges of docs/rules.md §14.10 and the other rules the spec pins down. Player
 // 0 plays S1 (Emberwing), player 1 plays S2 (Tidewarden); states are built
 // with the table builder, then driven through Execute.
 

@@ -16,7 +16,7 @@ const (
 	handSize = 5
 	// lossDamage is the damage count that loses the game at a check point.
 	lossDamage = 6
-	// triggerPower is the power every trigger gives (RULES §6).
+	// triggerPower is the power every trigger gives (docs/rules.md §6).
 	triggerPower = 10000
 	// callModesPower is A3's mode 0 bonus.
 	callModesPower = 5000
@@ -206,7 +206,7 @@ func (e *Engine) slotOf(p int, id uint8) int {
 	return slotNone
 }
 
-// boosterSlotOf is the back-row circle behind front-row slot (RULES §2).
+// boosterSlotOf is the back-row circle behind front-row slot (docs/rules.md §2).
 func boosterSlotOf(slot int) int {
 	switch slot {
 	case slotVC:
@@ -242,7 +242,7 @@ func (e *Engine) unitPower(p, slot int, id uint8) int {
 	return max(0, v)
 }
 
-// power is the power of p's unit on slot (RULES §5), boost included.
+// power is the power of p's unit on slot (docs/rules.md §5), boost included.
 func (e *Engine) power(p, slot int) int {
 	id := e.unitAt(p, slot)
 	if id == 0 {
@@ -257,7 +257,7 @@ func (e *Engine) power(p, slot int) int {
 	return max(0, v)
 }
 
-// critical is a unit's critical (RULES §5).
+// critical is a unit's critical (docs/rules.md §5).
 func (e *Engine) critical(id uint8) int {
 	c := &e.cards[id]
 	return max(0, printings[c.pr].Critical+int(c.critTurn))

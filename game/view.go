@@ -2,7 +2,7 @@ package game
 
 import "github.com/matchgrain/matchgrain/protocol"
 
-// View is player's projection of the match (RULES §11, PROTOCOL §3.5, §7).
+// View is player's projection of the match (docs/rules.md §11, docs/protocol.md §3.5, §7).
 // The opponent's hand, every deck, face-down damage identities, the
 // opponent's Choice/Ability/Order details and a face-down starter are never
 // in it. The grain fills MatchID, Clock and the players' names. A player
@@ -194,7 +194,7 @@ func (e *Engine) orderView() *protocol.OrderView {
 	return v
 }
 
-// ProjectEvent is ev as viewer may see it (RULES §10): false for the other
+// ProjectEvent is ev as viewer may see it (docs/rules.md §10): false for the other
 // player's owner-only events (the viewer sees a seq gap); for the other
 // player's redacted events a copy without cards (the count is kept); for a
 // Decision of another decider a copy without its choice, ability, order and

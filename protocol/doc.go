@@ -7,7 +7,7 @@
 // and every value the server encodes is the canonical byte form published in
 // testdata/vectors.json. It does not touch sockets, actors or clocks.
 //
-// Encoding rules (PROTOCOL.md §3): a frame is a 2-element array
+// Encoding rules (docs/protocol.md §3): a frame is a 2-element array
 // [unionKey, body]; a body is an array whose element i is the field with key i;
 // optional values are nil; enums are integers. Integers are written in their
 // smallest MessagePack form. Decoders accept any integer width that fits,

@@ -120,7 +120,7 @@ var enumSpecs = map[string]enumSpec{
 	"Visibility":       {"", "", func(v int) string { return Visibility(v).String() }, len(visibilityNames)},
 }
 
-// visibilityLetters maps the Visibility constants to their RULES.md letters.
+// visibilityLetters maps the Visibility constants to their letters in docs/rules.md §10.
 var visibilityLetters = map[string]string{"Public": "P", "Redacted": "R", "OwnerOnly": "O"}
 
 // TestEnumNamesMatchDeclarations checks names.go against the constants: every
@@ -267,7 +267,7 @@ func generateDocsTables(t *testing.T) string {
 	w("\nAn unknown intent key inside a `ClientIntent` is `NotSupported` (not fatal).\n")
 
 	w("\n### Events (`Event` = `[eventKey, body]`, inside `EventEnvelope` = `[seq, event]`)\n\n")
-	w("Visibility: **P** public; **R** public, redacted for the opponent (`CardsDrawn`, `ReturnedToDeck`: `count` only, `cards` empty; `Decision`: see \"Event-complete protocol\"); **O** owner only (the opponent sees a seq gap).\n\n")
+	w("Visibility: **P** public; **R** public, redacted for the opponent (`CardsDrawn`, `ReturnedToDeck`: `count` only, `cards` empty; `Decision`: see §13); **O** owner only (the opponent sees a seq gap).\n\n")
 	w("| key | event | vis | body fields |\n|---|---|---|---|\n")
 	for _, ev := range sampleEvents() {
 		w("| %d | %s | %s | %s |\n", ev.EventKind(), ev.EventKind(), EventVisibility(ev.EventKind()), docFields(reflect.TypeOf(ev)))

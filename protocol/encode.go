@@ -9,7 +9,7 @@ import (
 
 // Encoding is hand-written per type on top of the msgpack low-level Encoder:
 // no reflection, no struct tags, and the output is the canonical form of
-// PROTOCOL.md §3 (smallest integers, arrays for bodies, [key, body] for unions,
+// docs/protocol.md §3 (smallest integers, arrays for bodies, [key, body] for unions,
 // nil for absent optionals, a nil slice as an empty array).
 //
 // The encoder functions never check per-field string limits (tests need to

@@ -3,7 +3,7 @@ package protocol
 // Version is the only protocol version this package speaks (ClientHello.protocolVersion).
 const Version = 1
 
-// Frame and input limits (PROTOCOL.md §2, §3). They are checked before any
+// Frame and input limits (docs/protocol.md §2, §3). They are checked before any
 // allocation that depends on untrusted input.
 const (
 	// MaxFrameBytes is the largest frame accepted on any transport (256 KiB).
@@ -25,7 +25,7 @@ const (
 	MaxPrintingIDLen = 32
 )
 
-// Circle (slot) numbers, always in the owner's frame (PROTOCOL.md §3.3).
+// Circle (slot) numbers, always in the owner's frame (docs/protocol.md §3.3).
 const (
 	SlotVanguard   = -1
 	SlotBackLeft   = 0
@@ -35,7 +35,7 @@ const (
 	SlotFrontRight = 4
 )
 
-// ResolveTrigger.effectTarget special values (RULES.md §6, §16).
+// ResolveTrigger.effectTarget special values (docs/rules.md §6).
 const (
 	// EffectTargetNone means the trigger has no effect target.
 	EffectTargetNone = -2
@@ -46,7 +46,7 @@ const (
 // NoWinner is MatchView.winner while the match runs, and the winner of a draw.
 const NoWinner = -1
 
-// Phase is a turn phase (RULES.md §4).
+// Phase is a turn phase (docs/rules.md §4).
 type Phase int
 
 // Phases.
@@ -61,7 +61,7 @@ const (
 	PhaseFinished Phase = 7
 )
 
-// Step is a battle step (RULES.md §4); StepNone outside the battle phase.
+// Step is a battle step (docs/rules.md §4); StepNone outside the battle phase.
 type Step int
 
 // Battle steps.
@@ -75,7 +75,7 @@ const (
 	StepClose  Step = 6
 )
 
-// Zone names a card zone in events (RULES.md §2).
+// Zone names a card zone in events (docs/rules.md §2).
 type Zone int
 
 // Zones.
@@ -94,7 +94,7 @@ const (
 // TriggerType is a card's trigger icon.
 type TriggerType int
 
-// Trigger types (RULES.md §6; no Over, no Stand).
+// Trigger types (docs/rules.md §6; no Over, no Stand).
 const (
 	TriggerNone     TriggerType = 0
 	TriggerCritical TriggerType = 1
@@ -112,7 +112,7 @@ const (
 	CheckDamage CheckKind = 1
 )
 
-// AbilityKey identifies an ability template (RULES.md §7.1): 1..10 for A1..A10,
+// AbilityKey identifies an ability template (docs/rules.md §7.1): 1..10 for A1..A10,
 // 11 for the sentinel keyword. A printing has at most one ability, so the key
 // with the source card identifies the ability.
 type AbilityKey int
@@ -133,7 +133,7 @@ const (
 	AbilitySentinel        AbilityKey = 11
 )
 
-// AbilityOutcome is AbilityResolved.outcome (RULES.md §7.2).
+// AbilityOutcome is AbilityResolved.outcome (docs/rules.md §7.2).
 type AbilityOutcome int
 
 // Ability outcomes.
@@ -193,7 +193,7 @@ const (
 	DiscardCost DiscardCause = 0
 )
 
-// FinishReason is GameFinished.reason (RULES.md §9).
+// FinishReason is GameFinished.reason (docs/rules.md §9).
 type FinishReason int
 
 // Finish reasons.
@@ -206,7 +206,7 @@ const (
 	FinishDraw     FinishReason = 5
 )
 
-// IntentRejectCode is ServerIntentResult.code (PROTOCOL.md §3.4).
+// IntentRejectCode is ServerIntentResult.code (docs/protocol.md §3.4).
 type IntentRejectCode int
 
 // Intent reject codes.
@@ -221,7 +221,7 @@ const (
 	RejectStale         IntentRejectCode = 7
 )
 
-// ErrorCode is ServerError.code (PROTOCOL.md §3.4, §9.6).
+// ErrorCode is ServerError.code (docs/protocol.md §3.4, §9.6).
 type ErrorCode int
 
 // Error codes.
@@ -238,7 +238,7 @@ const (
 	ErrorSessionReplaced    ErrorCode = 9
 )
 
-// WebSocket close codes (PROTOCOL.md §6).
+// WebSocket close codes (docs/protocol.md §6).
 const (
 	CloseNormal             = 1000
 	CloseProtocolViolation  = 4400

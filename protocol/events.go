@@ -1,6 +1,6 @@
 package protocol
 
-// EventKind is the union key of an Event (RULES.md §10). Keys are permanent:
+// EventKind is the union key of an Event (docs/rules.md §10). Keys are permanent:
 // new events are appended with new keys, a key is never reused.
 type EventKind int
 
@@ -40,7 +40,7 @@ const (
 // eventKindCount is one past the highest known event key.
 const eventKindCount = 29
 
-// Visibility says who may see an event (RULES.md §10).
+// Visibility says who may see an event (docs/rules.md §10).
 type Visibility int
 
 // Visibilities.
@@ -281,10 +281,10 @@ type GameFinishedEvent struct {
 	Reason FinishReason
 }
 
-// DecisionEvent ends every batch of events (docs/protocol.md, "Event-complete
-// protocol"): it says who decides next and carries what the rules derived
-// that no other event states, so a client can keep its whole view from events
-// and act without a snapshot. Player is the decider, -1 when the match has
+// DecisionEvent ends every batch of events (docs/protocol.md §13): it says
+// who decides next and carries what the rules derived that no other event
+// states, so a client can keep its whole view from events and act without a
+// snapshot. Player is the decider, -1 when the match has
 // finished (then GameFinished follows at once).
 //
 // It is redacted: the copy for any seat but Player has Choice, Ability, Order
@@ -411,7 +411,7 @@ func (*GameFinishedEvent) EventKind() EventKind { return EventGameFinished }
 // EventKind implements Event.
 func (*DecisionEvent) EventKind() EventKind { return EventDecision }
 
-// EventVisibility returns who may see events of kind k (RULES.md §10).
+// EventVisibility returns who may see events of kind k (docs/rules.md §10).
 func EventVisibility(k EventKind) Visibility {
 	switch k {
 	case EventCardsDrawn, EventReturnedToDeck, EventDecision:

@@ -1,6 +1,6 @@
 package protocol
 
-// ClientFrameKind is the union key of a client→server frame (PROTOCOL.md §3.1).
+// ClientFrameKind is the union key of a client→server frame (docs/protocol.md §3.1).
 type ClientFrameKind int
 
 // Client frame keys.
@@ -13,7 +13,7 @@ const (
 	ClientLeaveKind  ClientFrameKind = 5
 )
 
-// ServerFrameKind is the union key of a server→client frame (PROTOCOL.md §3.2).
+// ServerFrameKind is the union key of a server→client frame (docs/protocol.md §3.2).
 type ServerFrameKind int
 
 // Server frame keys.

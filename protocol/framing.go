@@ -9,7 +9,7 @@ import (
 	"sync"
 )
 
-// TCP framing (PROTOCOL.md §2): each frame is a 4-byte big-endian payload
+// TCP framing (docs/protocol.md §2): each frame is a 4-byte big-endian payload
 // length followed by the payload; the length excludes its own 4 bytes.
 
 // FrameHeaderLen is the size of the TCP length prefix.

@@ -1,6 +1,6 @@
 package protocol
 
-// IntentKind is the union key of an Intent (PROTOCOL.md §3.3). Keys are permanent.
+// IntentKind is the union key of an Intent (docs/protocol.md §3.3). Keys are permanent.
 type IntentKind int
 
 // Intent keys.

@@ -113,7 +113,7 @@ var eventKindNames = []string{
 	"Decision",
 }
 
-// String returns the event name as RULES.md §10 spells it ("CardsDrawn").
+// String returns the event name as docs/rules.md §10 spells it ("CardsDrawn").
 func (k EventKind) String() string { return name(eventKindNames, int(k), "EventKind") }
 
 var clientFrameNames = []string{"ClientHello", "ClientIntent", "ClientResync", "ClientPing", "ClientPong", "ClientLeave"}
@@ -131,5 +131,5 @@ func (k ServerFrameKind) String() string { return name(serverFrameNames, int(k),
 
 var visibilityNames = []string{"P", "R", "O"}
 
-// String returns the visibility letter of RULES.md §10: P public, R redacted, O owner only.
+// String returns the visibility letter of docs/rules.md §10: P public, R redacted, O owner only.
 func (v Visibility) String() string { return name(visibilityNames, int(v), "Visibility") }

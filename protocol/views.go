@@ -1,6 +1,6 @@
 package protocol
 
-// MatchView is one seat's picture of a match (PROTOCOL.md §3.5). It is built
+// MatchView is one seat's picture of a match (docs/protocol.md §3.5). It is built
 // per player: the opponent's hidden information is never in it.
 type MatchView struct {
 	MatchID          string
@@ -53,7 +53,7 @@ type CardView struct {
 	Critical     int
 }
 
-// ClockView is the decision clock (PROTOCOL.md §5). Times are Unix milliseconds.
+// ClockView is the decision clock (docs/protocol.md §5). Times are Unix milliseconds.
 type ClockView struct {
 	DecisionPlayer int
 	TurnDeadlineMs int64
@@ -63,7 +63,7 @@ type ClockView struct {
 	ServerTimeMs   int64
 }
 
-// BattleView is the open battle (RULES.md §11). Hit is nil until decided.
+// BattleView is the open battle (docs/rules.md §11). Hit is nil until decided.
 type BattleView struct {
 	AttackerSlot  int
 	TargetSlot    int

@@ -3,7 +3,7 @@
 // malformed, ever makes the receiving endpoint fail: an unknown or undecodable
 // payload arrives as a *Msg holding an *Unknown instead of an error.
 //
-// protoactor remote only transports protobuf messages (PROTOACTOR.md §4.2): a
+// protoactor remote only transports protobuf messages (docs/cluster.md §4.2): a
 // plain Go struct sent to a remote PID is dropped, and an error returned while
 // decoding an inbound message closes the whole stream from that sender. This
 // package plugs into the one supported hook, remote.RootSerializable /

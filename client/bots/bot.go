@@ -50,7 +50,7 @@ type bot struct {
 const stallAfter = 2 * time.Second
 
 // minIntentGap keeps a bot under the protocol's 16 intents per second per
-// connection (PROTOCOL.md §2), with a margin for jitter.
+// connection (docs/protocol.md §2), with a margin for jitter.
 const minIntentGap = time.Second / 14
 
 // Stats collects intent latencies over many bots; safe for concurrent use.

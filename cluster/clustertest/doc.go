@@ -1,6 +1,6 @@
 // Package clustertest runs real cluster members as child processes of a test
 // binary, so that multi-member tests never put two protoactor members in one
-// process (which races under -race, PROTOACTOR.md §5.1) and a crash is a real
+// process (which races under -race, docs/cluster.md §5.1) and a crash is a real
 // SIGKILL; every child is stopped when its test ends.
 //
 // The test binary re-executes itself with -test.run=<helper test> and

@@ -19,7 +19,7 @@ func startGatewayServer(t *testing.T) *edgetest.Server {
 
 // TestGatewayPlay plays the real game to the end over WebSocket and TCP,
 // with bots dropping their connections, and checks what they saw against
-// the server (acceptance criteria 1 and 2 of PROTOCOL.md §8).
+// the server (acceptance criteria 1 and 2 of docs/protocol.md §8).
 func TestGatewayPlay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("plays full matches against a cluster member; skipped with -short")

@@ -15,95 +15,21 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/matchgrain/matchgrain/client"
+	"github.com/matchgrain/matchgrain/client/clienttest"
 	"github.com/matchgrain/matchgrain/persistence/pgtest"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// rawSeat is a plain protocol connection, so the test controls intent ids.
-type rawSeat struct {
-	t    *testing.T
-	c    *client.Conn
-	seat int
-}
+// seatTimeout bounds each wait of a seat: the nodes are separate processes
+// on a loaded machine, and a failover sits inside some waits.
+const seatTimeout = 30 * time.Second
 
-func dialSeat(t *testing.T, admin *client.Admin, edgeHTTP, matchID string, seat int, resume int64) (*rawSeat, *protocol.ServerHello) {
+// dialSeat connects a raw seat to the WebSocket of the edge at edgeHTTP.
+func dialSeat(t *testing.T, admin *client.Admin, edgeHTTP, matchID string, seat int, resume int64) (*clienttest.Seat, *protocol.ServerHello) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	tk, err := admin.Ticket(ctx, matchID, seat)
-	if err != nil {
-		t.Fatalf("ticket: %v", err)
-	}
-	c, err := client.Dial(ctx, "ws://"+edgeHTTP+"/game", client.DialOptions{})
-	if err != nil {
-		t.Fatalf("dial %s: %v", edgeHTTP, err)
-	}
-	t.Cleanup(func() { _ = c.Close() }) // a second close after the server's is expected to fail
-	if err := c.Send(&protocol.ClientHello{ProtocolVersion: 1, Ticket: tk.Ticket, ClientBuild: "chaos-test", ResumeFromSeq: resume}); err != nil {
-		t.Fatalf("hello: %v", err)
-	}
-	r := &rawSeat{t: t, c: c, seat: seat}
-	h, ok := r.recv(20 * time.Second).(*protocol.ServerHello)
-	if !ok {
-		t.Fatalf("first frame is not a ServerHello")
-	}
-	return r, h
-}
-
-func (r *rawSeat) recv(timeout time.Duration) protocol.ServerFrame {
-	r.t.Helper()
-	if err := r.c.SetReadDeadline(time.Now().Add(timeout)); err != nil {
-		r.t.Fatalf("deadline: %v", err)
-	}
-	f, err := r.c.Recv()
-	if err != nil {
-		r.t.Fatalf("seat %d recv: %v", r.seat, err)
-	}
-	return f
-}
-
-// await reads frames until one satisfies pred.
-func await[T protocol.ServerFrame](r *rawSeat, timeout time.Duration, pred func(T) bool) T {
-	r.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		left := time.Until(deadline)
-		if left <= 0 {
-			var zero T
-			r.t.Fatalf("seat %d: no %T within %v", r.seat, zero, timeout)
-		}
-		if f, ok := r.recv(left).(T); ok && pred(f) {
-			return f
-		}
-	}
-}
-
-func (r *rawSeat) view() protocol.MatchView {
-	r.t.Helper()
-	if err := r.c.Send(&protocol.ClientResync{FullSnapshot: true}); err != nil {
-		r.t.Fatalf("resync: %v", err)
-	}
-	return await(r, 30*time.Second, func(*protocol.ServerSnapshot) bool { return true }).View
-}
-
-func (r *rawSeat) intent(id string, based int64, in protocol.Intent, timeout time.Duration) *protocol.ServerIntentResult {
-	r.t.Helper()
-	if err := r.c.Send(&protocol.ClientIntent{IntentID: id, BasedOnSeq: based, Intent: in}); err != nil {
-		r.t.Fatalf("send intent: %v", err)
-	}
-	return await(r, timeout, func(f *protocol.ServerIntentResult) bool { return f.IntentID == id })
-}
-
-// firstPlay is the decider's first legal intent other than Concede.
-func firstPlay(v protocol.MatchView) protocol.Intent {
-	for _, in := range v.LegalIntents {
-		if in.IntentKind() != protocol.IntentConcede {
-			return in
-		}
-	}
-	return nil
+	return clienttest.Dial(t, admin, "ws://"+edgeHTTP+"/game", matchID, seat, clienttest.Options{Resume: resume, Build: "chaos-test", Timeout: seatTimeout})
 }
 
 // chaosCluster is two match members and one edge-only member sharing a
@@ -208,39 +134,13 @@ func (cc *chaosCluster) procByMember(id string) *proc {
 	return nil
 }
 
-// nextMove finds the deciding seat, its fresh view and its first legal play.
-func nextMove(t *testing.T, seats [2]*rawSeat) (*rawSeat, protocol.MatchView, protocol.Intent) {
+// play makes n accepted moves and returns the id, eventSeq and seat of the
+// last acknowledged intent.
+func play(t *testing.T, seats [2]*clienttest.Seat, prefix string, n int) (string, int64, *clienttest.Seat) {
 	t.Helper()
-	for _, s := range seats {
-		v := s.view()
-		if in := firstPlay(v); in != nil {
-			return s, v, in
-		}
-		if v.IsFinished {
-			t.Fatalf("the match ended at seq %d; the test needs it running", v.EventSeq)
-		}
-	}
-	t.Fatalf("neither seat can move")
-	return nil, protocol.MatchView{}, nil
-}
-
-// play makes n accepted moves, each by whichever seat decides, and returns
-// the id, eventSeq and seat of the last acknowledged intent.
-func play(t *testing.T, seats [2]*rawSeat, prefix string, n int) (string, int64, *rawSeat) {
-	t.Helper()
-	var lastID string
-	var lastSeq int64
-	var lastSeat *rawSeat
-	for i := 0; i < n; i++ {
-		s, v, in := nextMove(t, seats)
-		id := fmt.Sprintf("%s-%d", prefix, i)
-		res := s.intent(id, v.EventSeq, in, 30*time.Second)
-		if !res.Accepted {
-			t.Fatalf("intent %s (%T) rejected: %+v", id, in, res)
-		}
-		lastID, lastSeq, lastSeat = id, res.EventSeq, s
-	}
-	return lastID, lastSeq, lastSeat
+	moves := clienttest.Play(t, seats, prefix, n)
+	last := moves[len(moves)-1]
+	return last.ID, last.Seq, seats[last.Seat]
 }
 
 // TestChaosKillOwnerMatchContinues kills -9 the member that owns a match
@@ -251,10 +151,10 @@ func play(t *testing.T, seats [2]*rawSeat, prefix string, n int) (string, int64,
 func TestChaosKillOwnerMatchContinues(t *testing.T) {
 	cc := startChaosCluster(t)
 	id := cc.createMatch(t, 7)
-	var seats [2]*rawSeat
+	var seats [2]*clienttest.Seat
 	for s := range 2 {
 		seats[s], _ = dialSeat(t, cc.admin, cc.edge.http, id, s, 0)
-		await(seats[s], 20*time.Second, func(*protocol.ServerSnapshot) bool { return true })
+		clienttest.Await(seats[s], 20*time.Second, clienttest.Any[*protocol.ServerSnapshot])
 	}
 	lastID, lastSeq, lastSeat := play(t, seats, "before", 8)
 
@@ -267,8 +167,8 @@ func TestChaosKillOwnerMatchContinues(t *testing.T) {
 	victim.kill()
 
 	// The next move goes through as soon as the other member took over.
-	s, v, in := nextMove(t, seats)
-	res := s.intent("after-kill", v.EventSeq, in, 60*time.Second)
+	s, v, in := clienttest.NextMove(t, seats)
+	res := s.IntentWithin("after-kill", v.EventSeq, in, 60*time.Second)
 	failover := time.Since(killed)
 	if !res.Accepted {
 		t.Fatalf("first intent after the kill rejected: %+v", res)
@@ -282,7 +182,7 @@ func TestChaosKillOwnerMatchContinues(t *testing.T) {
 		t.Fatalf("owner %s epoch %d after the kill (was %s, %d)", newOwner, newEpoch, ownerID, epoch)
 	}
 	// The last intent acknowledged before the kill, re-sent: a duplicate.
-	dup := lastSeat.intent(lastID, lastSeq, protocol.EndTurn{}, 30*time.Second)
+	dup := lastSeat.IntentWithin(lastID, lastSeq, protocol.EndTurn{}, 30*time.Second)
 	if !dup.Duplicate || !dup.Accepted || dup.EventSeq != lastSeq {
 		t.Fatalf("re-sent %s: %+v, want duplicate at seq %d", lastID, dup, lastSeq)
 	}
@@ -299,10 +199,10 @@ func TestChaosKillOwnerMatchContinues(t *testing.T) {
 func TestChaosFrozenOwnerIsFenced(t *testing.T) {
 	cc := startChaosCluster(t)
 	id := cc.createMatch(t, 11)
-	var seats [2]*rawSeat
+	var seats [2]*clienttest.Seat
 	for s := range 2 {
 		seats[s], _ = dialSeat(t, cc.admin, cc.edge.http, id, s, 0)
-		await(seats[s], 20*time.Second, func(*protocol.ServerSnapshot) bool { return true })
+		clienttest.Await(seats[s], 20*time.Second, clienttest.Any[*protocol.ServerSnapshot])
 	}
 	play(t, seats, "before", 4)
 	ownerID, _ := cc.owner(t, id)
@@ -333,15 +233,15 @@ func TestClusterTakeoverAcrossEdges(t *testing.T) {
 	id := cc.createMatch(t, 3)
 	aAdmin := client.NewAdmin("http://"+cc.a.http, testAdminToken, nil)
 	old, _ := dialSeat(t, aAdmin, cc.a.http, id, 0, 0)
-	await(old, 20*time.Second, func(*protocol.ServerSnapshot) bool { return true })
+	clienttest.Await(old, 20*time.Second, clienttest.Any[*protocol.ServerSnapshot])
 	bAdmin := client.NewAdmin("http://"+cc.b.http, testAdminToken, nil)
 	fresh, _ := dialSeat(t, bAdmin, cc.b.http, id, 0, 0)
-	await(fresh, 20*time.Second, func(*protocol.ServerSnapshot) bool { return true })
-	if err := old.c.SetReadDeadline(time.Now().Add(20 * time.Second)); err != nil {
+	clienttest.Await(fresh, 20*time.Second, clienttest.Any[*protocol.ServerSnapshot])
+	if err := old.Conn.SetReadDeadline(time.Now().Add(20 * time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	for {
-		_, err := old.c.Recv()
+		_, err := old.Conn.Recv()
 		if err == nil {
 			continue
 		}
@@ -351,7 +251,7 @@ func TestClusterTakeoverAcrossEdges(t *testing.T) {
 		}
 		break
 	}
-	v := fresh.view()
+	v := fresh.View()
 	if v.You != 0 || v.MatchID != id {
 		t.Fatalf("new connection's view: you=%d match=%s", v.You, v.MatchID)
 	}
@@ -372,10 +272,10 @@ func TestChaosFailoverTimes(t *testing.T) {
 	}
 	cc := startChaosCluster(t)
 	id := cc.createMatch(t, 5)
-	var seats [2]*rawSeat
+	var seats [2]*clienttest.Seat
 	for s := range 2 {
 		seats[s], _ = dialSeat(t, cc.admin, cc.edge.http, id, s, 0)
-		await(seats[s], 20*time.Second, func(*protocol.ServerSnapshot) bool { return true })
+		clienttest.Await(seats[s], 20*time.Second, clienttest.Any[*protocol.ServerSnapshot])
 	}
 	var times []time.Duration
 	for k := 0; k < kills; k++ {
@@ -385,10 +285,10 @@ func TestChaosFailoverTimes(t *testing.T) {
 		if victim == nil {
 			t.Fatalf("kill %d: owner %s unknown", k, ownerID)
 		}
-		s, v, in := nextMove(t, seats)
+		s, v, in := clienttest.NextMove(t, seats)
 		killed := time.Now()
 		victim.kill()
-		res := s.intent(fmt.Sprintf("k%d-after", k), v.EventSeq, in, 60*time.Second)
+		res := s.IntentWithin(fmt.Sprintf("k%d-after", k), v.EventSeq, in, 60*time.Second)
 		d := time.Since(killed)
 		if !res.Accepted {
 			t.Fatalf("kill %d: intent after the kill rejected: %+v", k, res)
@@ -463,7 +363,7 @@ func TestChaosOrphanTimersFire(t *testing.T) {
 	})
 	// The finished match still answers with the absence result.
 	seat, _ := dialSeat(t, cc.admin, cc.a.http, id, 0, 0)
-	v := await(seat, 20*time.Second, func(*protocol.ServerSnapshot) bool { return true }).View
+	v := clienttest.Await(seat, 20*time.Second, clienttest.Any[*protocol.ServerSnapshot]).View
 	if !v.IsFinished || v.Winner != protocol.NoWinner {
 		t.Fatalf("orphaned match: finished=%v winner=%d, want a draw by absence (both seats absent since creation)", v.IsFinished, v.Winner)
 	}

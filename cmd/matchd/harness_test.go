@@ -15,7 +15,7 @@ import (
 
 // matchdBinary is built once per test binary, without -race: the nodes are
 // separate processes, and several protoactor members are only race-clean
-// apart (PROTOACTOR.md §6).
+// apart (docs/cluster.md §6).
 var (
 	buildOnce sync.Once
 	binPath   string
@@ -65,10 +65,19 @@ const (
 // admin token and ticket key) and waits for its ready line.
 func startProc(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
+	return startProcSecrets(t, name, true, args...)
+}
+
+// startProcSecrets is startProc; without secrets the node gets no
+// --admin-token and no --ticket-key and must find them itself.
+func startProcSecrets(t *testing.T, name string, secrets bool, args ...string) *proc {
+	t.Helper()
 	base := []string{
 		"--node-name", name, "--gossip-addr", "127.0.0.1:0", "--remote-addr", "127.0.0.1:0",
-		"--listen", "127.0.0.1:0", "--tcp-listen", "127.0.0.1:0",
-		"--admin-token", testAdminToken, "--ticket-key", testTicketKey, "--log-level", "warn",
+		"--listen", "127.0.0.1:0", "--tcp-listen", "127.0.0.1:0", "--log-level", "warn",
+	}
+	if secrets {
+		base = append(base, "--admin-token", testAdminToken, "--ticket-key", testTicketKey)
 	}
 	cmd := exec.Command(matchdBin(t), append(base, args...)...)
 	cmd.Env = os.Environ()

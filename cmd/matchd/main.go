@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -36,6 +34,7 @@ type options struct {
 	timing                                              actors.Timing
 	ticketTTL, helloTimeout, hbIdle, hbTimeout          time.Duration
 	reclaimInterval                                     time.Duration
+	secretsRefresh, ticketKeyRotation                   time.Duration
 	probeInterval                                       time.Duration
 	suspicionMult, suspicionMaxMult                     int
 	demoDelay                                           time.Duration
@@ -56,7 +55,9 @@ func parseFlags(args []string) (options, error) {
 	listen := fs.String("listen", "127.0.0.1:8080", "HTTP address: /game WebSocket, /api, /healthz, /metrics")
 	tcpListen := fs.String("tcp-listen", "", "TCP fallback address (length-prefixed frames); empty disables it")
 	admin := fs.String("admin-token", "", "bearer token of the HTTP API (MATCHD_ADMIN_TOKEN); empty generates one and prints it")
-	tkey := fs.String("ticket-key", "", "hex key (>= 32 bytes) that signs tickets; all edges of a cluster need the same key; empty generates one")
+	tkey := fs.String("ticket-key", "", "hex key (>= 32 bytes) that signs tickets; all edges of a cluster need the same key; empty: shared through the database with --database-url, else generated for this run")
+	secretsRefresh := fs.Duration("secrets-refresh", 30*time.Second, "how often a member re-reads the ticket keys shared through the database")
+	rotation := fs.Duration("ticket-key-rotation", 0, "replace the shared ticket key when it is this old (0: never); tickets in flight stay valid")
 	origins := fs.String("allowed-origins", "", "comma-separated browser origins allowed on /game ('*' for any)")
 	edgeOnly := fs.Bool("edge-only", false, "serve players but host no match grains")
 	demo := fs.Bool("demo", false, "after start, play a bot match against this node and print it")
@@ -94,6 +95,10 @@ func parseFlags(args []string) (options, error) {
 	o.ticketTTL, o.helloTimeout, o.hbIdle, o.hbTimeout = *ttl, *hello, *hbIdle, *hbTimeout
 	o.reclaimInterval, o.probeInterval, o.demoDelay = *reclaim, *probe, *demoDelay
 	o.suspicionMult, o.suspicionMaxMult = *suspMult, *suspMax
+	o.secretsRefresh, o.ticketKeyRotation = *secretsRefresh, *rotation
+	if o.secretsRefresh <= 0 || o.ticketKeyRotation < 0 {
+		return o, errors.New("secrets-refresh must be positive and ticket-key-rotation not negative")
+	}
 	if err := o.timing.Validate(); err != nil {
 		return o, err
 	}
@@ -149,7 +154,7 @@ func newLogger(o options) *slog.Logger {
 }
 
 // run starts every part of the node, serves until ctx ends, then stops them
-// in the order PROTOACTOR.md §5.3 recommends: stop taking players, leave the
+// in the order docs/cluster.md §5.3 recommends: stop taking players, leave the
 // cluster so peers take the matches over, close the store.
 func run(ctx context.Context, o options, base *slog.Logger) error {
 	// cluster.Start names the node in its own lines; everything else here
@@ -197,13 +202,14 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		return err
 	}
 
-	adminToken, ticketKey, err := secrets(o, log)
+	sec, err := loadSecrets(ctx, o, store, log)
 	if err != nil {
 		node.Kill()
 		return err
 	}
+	adminToken := sec.adminToken
 	srv, err := edge.New(edge.Config{
-		TicketKey: ticketKey, TicketTTL: o.ticketTTL, AdminToken: adminToken, Decks: deckInfos,
+		TicketKey: sec.ticketKey, TicketPreviousKeys: sec.ticketAccept, TicketTTL: o.ticketTTL, AdminToken: adminToken, Decks: deckInfos,
 		HelloTimeout: o.helloTimeout, HeartbeatIdle: o.hbIdle, HeartbeatTimeout: o.hbTimeout,
 		AllowedOrigins: splitList(o.origins), Logger: log, ExtraMetrics: grainMetrics.WritePrometheus,
 	}, grains.Matches(gw))
@@ -253,6 +259,9 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		}()
 	}
 	go purgeTickets(ctx, store, log)
+	if sec.shared != nil {
+		go refreshTicketKeys(ctx, o, sec, srv.Tickets(), log)
+	}
 	// One machine-readable line for scripts and tests that start nodes.
 	fmt.Printf("matchd ready member=%s http=%s tcp=%s gossip=%s remote=%s\n",
 		node.ID(), httpLn.Addr(), tcpAddr, node.GossipAddr(), node.Self())
@@ -341,36 +350,6 @@ func openStore(ctx context.Context, o options, log *slog.Logger) (persistence.St
 		return nil, fmt.Errorf("open embedded store in %s: %w", o.dataDir, err)
 	}
 	return s, nil
-}
-
-// secrets returns the admin token and ticket key, generating what is not
-// configured. A generated admin token is printed once so the operator can
-// use the API; a generated ticket key only works for a single node.
-func secrets(o options, log *slog.Logger) (string, []byte, error) {
-	token := o.adminToken
-	if token == "" {
-		b := make([]byte, 16)
-		if _, err := rand.Read(b); err != nil {
-			return "", nil, fmt.Errorf("generate admin token: %w", err)
-		}
-		token = hex.EncodeToString(b)
-		fmt.Fprintf(os.Stderr, "matchd: no --admin-token given; this run's token is %s\n", token)
-	}
-	var key []byte
-	if o.ticketKey != "" {
-		k, err := hex.DecodeString(o.ticketKey)
-		if err != nil {
-			return "", nil, fmt.Errorf("ticket-key must be hex: %w", err)
-		}
-		key = k
-	} else {
-		key = make([]byte, 32)
-		if _, err := rand.Read(key); err != nil {
-			return "", nil, fmt.Errorf("generate ticket key: %w", err)
-		}
-		log.Info("no --ticket-key given: generated one; other edges will not accept this node's tickets")
-	}
-	return token, key, nil
 }
 
 func deckInfos() []edge.DeckInfo {

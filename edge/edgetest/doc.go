@@ -10,5 +10,5 @@
 // repeat, and a ticket opens a seat at most once.
 //
 // It is for tests only: nothing is persisted and the toy game is not the
-// game of RULES.md.
+// game of docs/rules.md.
 package edgetest

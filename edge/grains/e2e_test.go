@@ -16,6 +16,7 @@ import (
 
 	"github.com/matchgrain/matchgrain/client"
 	"github.com/matchgrain/matchgrain/client/bots"
+	"github.com/matchgrain/matchgrain/client/clienttest"
 	"github.com/matchgrain/matchgrain/edge"
 	"github.com/matchgrain/matchgrain/protocol"
 )
@@ -222,7 +223,7 @@ func TestE2EClientKilledAtRandomSteps(t *testing.T) {
 		covered := make([]bool, n+1)
 		// bySnapshot: seqs a hello's snapshot stood in for; the seat
 		// rightly never got those events (a finished match answers a
-		// reconnect with a snapshot only, PROTOCOL.md §9.8).
+		// reconnect with a snapshot only, docs/protocol.md §9.8).
 		bySnapshot := make([]bool, n+1)
 		resumed := 0
 		for ci, s := range seats[seat] {
@@ -284,33 +285,33 @@ func TestE2EDuplicateIntent(t *testing.T) {
 		t.Run(transport, func(t *testing.T) {
 			h := startHarness(t, harnessOpts{})
 			id := h.createMatch(t, 42)
-			var seats [2]*rawSeat
+			var seats [2]*clienttest.Seat
 			for s := range 2 {
 				seats[s], _ = dialSeat(t, h, h.gameAddr(transport), id, s, 0)
-				await(seats[s], 10*time.Second, anyFrame[*protocol.ServerSnapshot])
+				clienttest.Await(seats[s], 10*time.Second, clienttest.Any[*protocol.ServerSnapshot])
 			}
-			moves := play(t, seats, "dup", 4)
-			before := seats[0].view()
+			moves := clienttest.Play(t, seats, "dup", 4)
+			before := seats[0].View()
 			for _, m := range moves {
 				// Once as sent, once with another body (Concede): the id
 				// alone decides, so neither may change anything.
-				for _, in := range []protocol.Intent{m.in, protocol.Concede{}} {
-					res := seats[m.seat].intent(m.id, 0, in)
-					if !res.Accepted || !res.Duplicate || res.EventSeq != m.seq {
-						t.Fatalf("re-sent %s (%T): %+v, want accepted duplicate with eventSeq %d", m.id, in, res, m.seq)
+				for _, in := range []protocol.Intent{m.Intent, protocol.Concede{}} {
+					res := seats[m.Seat].Intent(m.ID, 0, in)
+					if !res.Accepted || !res.Duplicate || res.EventSeq != m.Seq {
+						t.Fatalf("re-sent %s (%T): %+v, want accepted duplicate with eventSeq %d", m.ID, in, res, m.Seq)
 					}
 				}
 			}
 			// Nothing may follow: no ServerEvents on either seat.
 			time.Sleep(200 * time.Millisecond) // time for a wrongly produced batch to be pushed
 			for _, c := range seats {
-				for _, f := range c.drain() {
+				for _, f := range c.Drain() {
 					if ev, ok := f.(*protocol.ServerEvents); ok {
-						t.Fatalf("seat %d got ServerEvents %d..%d after a duplicate", c.seat, ev.FromSeq, ev.ToSeq)
+						t.Fatalf("seat %d got ServerEvents %d..%d after a duplicate", c.Index, ev.FromSeq, ev.ToSeq)
 					}
 				}
 			}
-			after := seats[0].view()
+			after := seats[0].View()
 			if after.EventSeq != before.EventSeq || after.IsFinished || client.BoardFromView(&after).Diff(client.BoardFromView(&before)) != nil {
 				t.Fatalf("state changed by duplicates: eventSeq %d -> %d, finished %v", before.EventSeq, after.EventSeq, after.IsFinished)
 			}
@@ -331,7 +332,7 @@ func TestE2EHeartbeat(t *testing.T) {
 			start := time.Now()
 			s, _ := dialSeat(t, h, h.gameAddr(transport), id, 0, 0)
 			var pingAt time.Duration
-			code, frames := s.closeCode(5 * time.Second)
+			code, frames := s.CloseCode(5 * time.Second)
 			closedAt := time.Since(start)
 			for _, f := range frames {
 				if _, ok := f.(*protocol.ServerPing); ok && pingAt == 0 {
@@ -361,7 +362,7 @@ func TestE2EHeartbeatPingArrivesAfterIdle(t *testing.T) {
 	s := connectSeat(t, h, h.gameAddr("ws"), id, 0, 0)
 	sent := time.Now()
 	for {
-		f, err := s.next(2 * time.Second)
+		f, err := s.Next(2 * time.Second)
 		if err != nil {
 			t.Fatalf("no ServerPing before the connection ended: %v", err)
 		}
@@ -386,17 +387,17 @@ func TestE2EAbsenceLoses(t *testing.T) {
 	timing.AbsenceTimeout = time.Second
 	h := startHarness(t, harnessOpts{timing: timing})
 	id := h.createMatch(t, 9)
-	var seats [2]*rawSeat
+	var seats [2]*clienttest.Seat
 	for s := range 2 {
 		seats[s], _ = dialSeat(t, h, h.gameAddr("ws"), id, s, 0)
-		await(seats[s], 10*time.Second, anyFrame[*protocol.ServerSnapshot])
+		clienttest.Await(seats[s], 10*time.Second, clienttest.Any[*protocol.ServerSnapshot])
 	}
-	if err := seats[1].c.Close(); err != nil {
+	if err := seats[1].Conn.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
 	gone := time.Now()
 	var lastSeq int64
-	ev := await(seats[0], 10*time.Second, func(f *protocol.ServerEvents) bool {
+	ev := clienttest.Await(seats[0], 10*time.Second, func(f *protocol.ServerEvents) bool {
 		lastSeq = max(lastSeq, f.ToSeq)
 		for _, e := range f.Events {
 			if _, ok := e.Event.(*protocol.GameFinishedEvent); ok {
@@ -419,7 +420,7 @@ func TestE2EAbsenceLoses(t *testing.T) {
 	if hello.Resumed {
 		t.Fatalf("hello to a finished match resumed=true")
 	}
-	snap := await(back, 10*time.Second, anyFrame[*protocol.ServerSnapshot])
+	snap := clienttest.Await(back, 10*time.Second, clienttest.Any[*protocol.ServerSnapshot])
 	if !snap.View.IsFinished || snap.View.Winner != 0 || snap.View.EventSeq != lastSeq {
 		t.Fatalf("returning seat's snapshot: finished=%v winner=%d eventSeq=%d (want true, 0, %d)",
 			snap.View.IsFinished, snap.View.Winner, snap.View.EventSeq, lastSeq)
@@ -448,7 +449,7 @@ func TestE2EClockTimeout(t *testing.T) {
 				if time.Now().After(deadline) {
 					t.Fatalf("no GameFinished within 10 s")
 				}
-				switch f := s.recv(time.Until(deadline)).(type) {
+				switch f := s.Recv(time.Until(deadline)).(type) {
 				case *protocol.ServerClock:
 					clocks = append(clocks, time.Now())
 					if decider < 0 && f.Clock.IsRunning {
@@ -500,7 +501,7 @@ func TestE2EBadFramesRejected(t *testing.T) {
 	h := startHarness(t, harnessOpts{})
 	id := h.createMatch(t, 17)
 	other, _ := dialSeat(t, h, h.gameAddr("ws"), id, 1, 0)
-	await(other, 10*time.Second, anyFrame[*protocol.ServerSnapshot])
+	clienttest.Await(other, 10*time.Second, clienttest.Any[*protocol.ServerSnapshot])
 	big := make([]byte, 300<<10)
 	for i := range big {
 		big[i] = byte(i)
@@ -522,10 +523,10 @@ func TestE2EBadFramesRejected(t *testing.T) {
 					code, frames = rawTCPBadFrame(t, h, id, b.frame)
 				} else {
 					s, _ := dialSeat(t, h, h.gameAddr(transport), id, 0, 0)
-					if err := s.c.SendRaw(b.frame); err != nil {
+					if err := s.Conn.SendRaw(b.frame); err != nil {
 						t.Fatalf("send: %v", err)
 					}
-					code, frames = s.closeCode(5 * time.Second)
+					code, frames = s.CloseCode(5 * time.Second)
 				}
 				var se *protocol.ServerError
 				for _, f := range frames {
@@ -544,8 +545,8 @@ func TestE2EBadFramesRejected(t *testing.T) {
 				}
 				// The other connection is still served.
 				nonce := time.Now().UnixNano()
-				other.send(&protocol.ClientPing{Nonce: nonce, ClientTimeMs: time.Now().UnixMilli()})
-				await(other, 5*time.Second, func(p *protocol.ServerPong) bool { return p.Nonce == nonce })
+				other.Send(&protocol.ClientPing{Nonce: nonce, ClientTimeMs: time.Now().UnixMilli()})
+				clienttest.Await(other, 5*time.Second, func(p *protocol.ServerPong) bool { return p.Nonce == nonce })
 			})
 		}
 	}
@@ -564,15 +565,15 @@ func TestE2EBadFramesRejected(t *testing.T) {
 func TestPGE2EDurableResumeAcrossActivationChange(t *testing.T) {
 	h := startHarness(t, harnessOpts{postgres: true})
 	id := h.createMatch(t, 21)
-	var seats [2]*rawSeat
+	var seats [2]*clienttest.Seat
 	for s := range 2 {
 		// TCP: a passed read deadline does not break the connection, so
 		// the client can wait a bounded time for an answer and re-send.
 		seats[s], _ = dialSeat(t, h, h.gameAddr("tcp"), id, s, 0)
-		await(seats[s], 10*time.Second, anyFrame[*protocol.ServerSnapshot])
+		clienttest.Await(seats[s], 10*time.Second, clienttest.Any[*protocol.ServerSnapshot])
 	}
-	moves := play(t, seats, "before", 5)
-	lastSeq := moves[len(moves)-1].seq
+	moves := clienttest.Play(t, seats, "before", 5)
+	lastSeq := moves[len(moves)-1].Seq
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	rec, err := h.store.Claim(ctx, id, "intruder")
@@ -585,10 +586,10 @@ func TestPGE2EDurableResumeAcrossActivationChange(t *testing.T) {
 
 	// The next intent reaches the fenced activation, which must stay
 	// silent; the same id is re-sent until a fresh activation answers.
-	var decider *rawSeat
+	var decider *clienttest.Seat
 	var v protocol.MatchView
 	for _, s := range seats {
-		if v = s.view(); firstPlay(v) != nil {
+		if v = s.View(); clienttest.FirstPlay(v) != nil {
 			decider = s
 			break
 		}
@@ -599,15 +600,15 @@ func TestPGE2EDurableResumeAcrossActivationChange(t *testing.T) {
 	if v.EventSeq != lastSeq {
 		t.Fatalf("eventSeq %d after the claim, last acknowledged %d", v.EventSeq, lastSeq)
 	}
-	in := firstPlay(v)
+	in := clienttest.FirstPlay(v)
 	var res *protocol.ServerIntentResult
 	attempts := 0
 	eventually(t, 20*time.Second, func() error {
 		attempts++
-		decider.send(&protocol.ClientIntent{IntentID: "after", BasedOnSeq: v.EventSeq, Intent: in})
+		decider.Send(&protocol.ClientIntent{IntentID: "after", BasedOnSeq: v.EventSeq, Intent: in})
 		deadline := time.Now().Add(time.Second)
 		for time.Now().Before(deadline) {
-			f, err := decider.next(time.Until(deadline))
+			f, err := decider.Next(time.Until(deadline))
 			if err != nil {
 				var ce *client.CloseError
 				if errors.As(err, &ce) {
@@ -627,18 +628,18 @@ func TestPGE2EDurableResumeAcrossActivationChange(t *testing.T) {
 	}
 	t.Logf("answered by the new activation after %d send(s); result %+v", attempts, res)
 
-	again := decider.intent("after", 0, in)
+	again := decider.Intent("after", 0, in)
 	if !again.Duplicate || again.EventSeq != res.EventSeq {
 		t.Fatalf("re-sent id after the change: %+v, want duplicate with eventSeq %d", again, res.EventSeq)
 	}
 	for _, m := range moves {
-		r := seats[m.seat].intent(m.id, 0, m.in)
-		if !r.Duplicate || r.EventSeq != m.seq {
-			t.Fatalf("intent %s acknowledged before the change: %+v, want duplicate with eventSeq %d", m.id, r, m.seq)
+		r := seats[m.Seat].Intent(m.ID, 0, m.Intent)
+		if !r.Duplicate || r.EventSeq != m.Seq {
+			t.Fatalf("intent %s acknowledged before the change: %+v, want duplicate with eventSeq %d", m.ID, r, m.Seq)
 		}
 	}
 	// Both connections are the original ones and agree with each other.
-	views := [2]protocol.MatchView{seats[0].view(), seats[1].view()}
+	views := [2]protocol.MatchView{seats[0].View(), seats[1].View()}
 	for s, w := range views {
 		if w.EventSeq != res.EventSeq {
 			t.Fatalf("seat %d at eventSeq %d, want %d", s, w.EventSeq, res.EventSeq)

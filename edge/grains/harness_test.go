@@ -20,6 +20,7 @@ import (
 
 	"github.com/matchgrain/matchgrain/actors"
 	"github.com/matchgrain/matchgrain/client"
+	"github.com/matchgrain/matchgrain/client/clienttest"
 	"github.com/matchgrain/matchgrain/edge"
 	"github.com/matchgrain/matchgrain/edge/grains/grainstest"
 	"github.com/matchgrain/matchgrain/game"
@@ -194,182 +195,20 @@ func eventually(t *testing.T, total time.Duration, f func() error) {
 	}
 }
 
-// rawSeat is a plain protocol connection, so the test controls every frame
-// and intent id.
-type rawSeat struct {
-	t    *testing.T
-	c    *client.Conn
-	seat int
-}
-
 // dialSeat connects to addr with a fresh ticket for seat and returns the
 // connection and its ServerHello.
-func dialSeat(t *testing.T, h *harness, addr, matchID string, seat int, resume int64) (*rawSeat, *protocol.ServerHello) {
+func dialSeat(t *testing.T, h *harness, addr, matchID string, seat int, resume int64) (*clienttest.Seat, *protocol.ServerHello) {
 	t.Helper()
-	r := connectSeat(t, h, addr, matchID, seat, resume)
-	hello, ok := r.recv(10 * time.Second).(*protocol.ServerHello)
-	if !ok {
-		t.Fatalf("seat %d: first frame is not a ServerHello", seat)
-	}
-	return r, hello
+	return clienttest.Dial(t, h.admin, addr, matchID, seat, clienttest.Options{Resume: resume, Build: "grains-e2e"})
 }
 
 // connectSeat dials and sends ClientHello without reading the answer.
-func connectSeat(t *testing.T, h *harness, addr, matchID string, seat int, resume int64) *rawSeat {
+func connectSeat(t *testing.T, h *harness, addr, matchID string, seat int, resume int64) *clienttest.Seat {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	tk, err := h.admin.Ticket(ctx, matchID, seat)
-	if err != nil {
-		t.Fatalf("ticket: %v", err)
-	}
-	c, err := client.Dial(ctx, addr, client.DialOptions{})
-	if err != nil {
-		t.Fatalf("dial %s: %v", addr, err)
-	}
-	t.Cleanup(func() { _ = c.Close() }) // usually closed already
-	if err := c.Send(&protocol.ClientHello{ProtocolVersion: protocol.Version, Ticket: tk.Ticket, ClientBuild: "grains-e2e", ResumeFromSeq: resume}); err != nil {
-		t.Fatalf("hello: %v", err)
-	}
-	return &rawSeat{t: t, c: c, seat: seat}
-}
-
-// next returns the next frame or the error that ended the connection.
-func (r *rawSeat) next(timeout time.Duration) (protocol.ServerFrame, error) {
-	if err := r.c.SetReadDeadline(time.Now().Add(timeout)); err != nil {
-		return nil, err
-	}
-	return r.c.Recv()
-}
-
-func (r *rawSeat) recv(timeout time.Duration) protocol.ServerFrame {
-	r.t.Helper()
-	f, err := r.next(timeout)
-	if err != nil {
-		r.t.Fatalf("seat %d recv: %v", r.seat, err)
-	}
-	return f
-}
-
-func (r *rawSeat) send(f protocol.ClientFrame) {
-	r.t.Helper()
-	if err := r.c.Send(f); err != nil {
-		r.t.Fatalf("seat %d send %T: %v", r.seat, f, err)
-	}
-}
-
-// await reads frames until one of type T satisfies pred.
-func await[T protocol.ServerFrame](r *rawSeat, timeout time.Duration, pred func(T) bool) T {
-	r.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		left := time.Until(deadline)
-		if left <= 0 {
-			var zero T
-			r.t.Fatalf("seat %d: no matching %T within %v", r.seat, zero, timeout)
-		}
-		if f, ok := r.recv(left).(T); ok && pred(f) {
-			return f
-		}
-	}
-}
-
-func anyFrame[T protocol.ServerFrame](T) bool { return true }
-
-// drain sends a ClientPing and returns every frame that arrives before its
-// ServerPong (WebSocket read deadlines are fatal, so "nothing arrived" is
-// proved by an answer that comes after it on the same connection).
-func (r *rawSeat) drain() []protocol.ServerFrame {
-	r.t.Helper()
-	nonce := time.Now().UnixNano()
-	r.send(&protocol.ClientPing{Nonce: nonce, ClientTimeMs: time.Now().UnixMilli()})
-	var out []protocol.ServerFrame
-	for {
-		f := r.recv(10 * time.Second)
-		if p, ok := f.(*protocol.ServerPong); ok && p.Nonce == nonce {
-			return out
-		}
-		out = append(out, f)
-	}
-}
-
-// view asks for a full snapshot and returns it.
-func (r *rawSeat) view() protocol.MatchView {
-	r.t.Helper()
-	r.send(&protocol.ClientResync{FullSnapshot: true})
-	return await(r, 10*time.Second, anyFrame[*protocol.ServerSnapshot]).View
-}
-
-func (r *rawSeat) intent(id string, based int64, in protocol.Intent) *protocol.ServerIntentResult {
-	r.t.Helper()
-	r.send(&protocol.ClientIntent{IntentID: id, BasedOnSeq: based, Intent: in})
-	return await(r, 10*time.Second, func(f *protocol.ServerIntentResult) bool { return f.IntentID == id })
-}
-
-// firstPlay is the first legal intent other than Concede.
-func firstPlay(v protocol.MatchView) protocol.Intent {
-	for _, in := range v.LegalIntents {
-		if in.IntentKind() != protocol.IntentConcede {
-			return in
-		}
-	}
-	return nil
-}
-
-// move is one acknowledged intent.
-type move struct {
-	id   string
-	seat int
-	in   protocol.Intent
-	seq  int64 // ServerIntentResult.eventSeq
-}
-
-// play makes n accepted moves, each by whichever seat decides.
-func play(t *testing.T, seats [2]*rawSeat, prefix string, n int) []move {
-	t.Helper()
-	var moves []move
-	for i := range n {
-		s := seats[0]
-		v := s.view()
-		in := firstPlay(v)
-		if in == nil {
-			s = seats[1]
-			v = s.view()
-			in = firstPlay(v)
-		}
-		if in == nil {
-			t.Fatalf("nobody can move at seq %d (finished=%v)", v.EventSeq, v.IsFinished)
-		}
-		id := fmt.Sprintf("%s-%d", prefix, i)
-		res := s.intent(id, v.EventSeq, in)
-		if !res.Accepted {
-			t.Fatalf("intent %s (%T) rejected: %+v", id, in, res)
-		}
-		moves = append(moves, move{id: id, seat: s.seat, in: in, seq: res.EventSeq})
-	}
-	return moves
+	return clienttest.Connect(t, h.admin, addr, matchID, seat, clienttest.Options{Resume: resume, Build: "grains-e2e"})
 }
 
 func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
-
-// closeCode reads until the connection ends and returns its close code,
-// failing if that takes longer than timeout.
-func (r *rawSeat) closeCode(timeout time.Duration) (int, []protocol.ServerFrame) {
-	r.t.Helper()
-	deadline := time.Now().Add(timeout)
-	var seen []protocol.ServerFrame
-	for {
-		f, err := r.next(time.Until(deadline))
-		if err != nil {
-			var ce *client.CloseError
-			if !errors.As(err, &ce) {
-				r.t.Fatalf("seat %d: connection did not close within %v: %v", r.seat, timeout, err)
-			}
-			return ce.Code, seen
-		}
-		seen = append(seen, f)
-	}
-}
 
 // recProxy sits between clients and the edge and records every byte the
 // edge sends on each connection, exactly as it went over the wire.

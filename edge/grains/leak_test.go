@@ -142,7 +142,7 @@ func searchedBy(t *testing.T, ss []stream, a int) []searchedCard {
 }
 
 // checkNoLeaks proves that nothing of seat a's hidden information reached
-// seat b = 1-a (PROTOCOL.md §7), from the recorded streams of both seats:
+// seat b = 1-a (docs/protocol.md §7), from the recorded streams of both seats:
 //
 //   - a's own stream is the full-knowledge record: every instanceId a held
 //     in hand (snapshots, CardsDrawn, CardSearchedView, ReturnedToDeck) and

@@ -5,7 +5,7 @@
 // adapted by grains.Matches; the test's cleanup stops everything it started.
 //
 // One member is the configuration that is race-clean in one process
-// (PROTOACTOR.md §6). The store is the caller's when Options.Store is set,
+// (docs/cluster.md §6). The store is the caller's when Options.Store is set,
 // otherwise an embedded store in t.TempDir() that the cleanup closes after
 // the member is gone.
 //
