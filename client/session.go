@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -97,12 +98,15 @@ type Session struct {
 	boardValid  bool
 	checks      int
 	mismatches  []string
-	leaving     bool
-	reconnects  int
-	offset      time.Duration
-	pingSent    map[int64]time.Time
-	lastSent    time.Time
-	err         error
+	// viewChecks and viewMismatches are the same for the whole view.
+	viewChecks     int
+	viewMismatches []string
+	leaving        bool
+	reconnects     int
+	offset         time.Duration
+	pingSent       map[int64]time.Time
+	lastSent       time.Time
+	err            error
 }
 
 const maxMismatches = 32
@@ -193,11 +197,34 @@ func (s *Session) Snapshot() *protocol.MatchView {
 	return s.snapshot
 }
 
-// Board returns the local view kept from snapshots and events.
+// Board returns a copy of the local view kept from snapshots and events.
 func (s *Session) Board() Board {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.board
+	return s.board.clone()
+}
+
+// LegalIntents is what this seat may send now according to the local Board
+// (the last Decision event, or the last snapshot), and the eventSeq the
+// Board stands at. A client plays from it without asking for snapshots
+// (docs/protocol.md §13). Empty before the first snapshot.
+func (s *Session) LegalIntents() ([]protocol.Intent, int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.boardValid {
+		return nil, 0
+	}
+	return slices.Clone(s.board.LegalIntents()), s.board.EventSeq
+}
+
+// ViewConsistency reports how many snapshots were compared with the whole
+// view the Board keeps (MatchView, clock and names aside) and every
+// difference found (at most 32). Only the bundled game's events keep a
+// whole view; Consistency is the engine-independent check.
+func (s *Session) ViewConsistency() (checked int, mismatches []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.viewChecks, append([]string(nil), s.viewMismatches...)
 }
 
 // Consistency reports how many snapshots were compared with the local Board
@@ -608,6 +635,11 @@ func (s *Session) handle(conn *Conn, f protocol.ServerFrame) bool {
 			return true
 		}
 		return s.deliver(out)
+	case *protocol.ServerClock:
+		s.mu.Lock()
+		s.board.SetClock(f.Clock)
+		s.mu.Unlock()
+		return s.deliver(f)
 	case *protocol.ServerIntentResult:
 		s.mu.Lock()
 		for i, p := range s.pending {
@@ -632,6 +664,12 @@ func (s *Session) takeSnapshot(v *protocol.MatchView) {
 		for _, d := range s.board.Diff(fresh) {
 			if len(s.mismatches) < maxMismatches {
 				s.mismatches = append(s.mismatches, fmt.Sprintf("seq %d: %s", v.EventSeq, d))
+			}
+		}
+		s.viewChecks++
+		for _, d := range s.board.ViewDiff(v) {
+			if len(s.viewMismatches) < maxMismatches {
+				s.viewMismatches = append(s.viewMismatches, fmt.Sprintf("seq %d: %s", v.EventSeq, d))
 			}
 		}
 	}
@@ -675,7 +713,7 @@ func (s *Session) takeEvents(f *protocol.ServerEvents) (*protocol.ServerEvents, 
 	}
 	s.lastSeq = f.ToSeq
 	if s.boardValid {
-		s.board.EventSeq = f.ToSeq
+		s.board.SetSeq(f.ToSeq)
 	}
 	s.resyncAsked = false
 	return out, nil

@@ -10,8 +10,12 @@ import (
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
-// boardGames is how many in-process games TestBoardKeepsTheWholeView plays.
-const boardGames = 300
+// boardGames is how many in-process games TestBoardKeepsTheWholeView plays
+// (boardGamesRace under the race detector).
+const (
+	boardGames     = 120
+	boardGamesRace = 12
+)
 
 // TestBoardKeepsTheWholeView plays random games with the rules engine in
 // process, both seats choosing only from their Board's legal intents (no
@@ -23,8 +27,11 @@ func TestBoardKeepsTheWholeView(t *testing.T) {
 	s1, _ := game.DeckList(game.DeckEmberwing)
 	s2, _ := game.DeckList(game.DeckTidewarden)
 	decks := [][]string{s1, s2}
-	batches := 0
-	for g := range boardGames {
+	batches, games := 0, boardGames
+	if raceEnabled {
+		games = boardGamesRace
+	}
+	for g := range games {
 		seed := uint64(g + 1)
 		r := rand.New(rand.NewPCG(seed, 99))
 		e, evs, err := game.New(seed, [2][]string{decks[g%2], decks[(g/2)%2]})
@@ -83,5 +90,5 @@ func TestBoardKeepsTheWholeView(t *testing.T) {
 			feed(evs)
 		}
 	}
-	t.Logf("%d games, %d batches compared for both seats", boardGames, batches)
+	t.Logf("%d games, %d batches compared for both seats", games, batches)
 }
