@@ -13,8 +13,13 @@ import (
 )
 
 // eventOnlyMatches is how many full matches TestE2EEventOnlyClients plays,
-// half over WebSocket, half over TCP.
-const eventOnlyMatches = 50
+// half over WebSocket, half over TCP (about 80 s on a shared 2-core
+// machine); eventOnlyMatchesRace under the race detector (make test), where
+// the stack is several times slower.
+const (
+	eventOnlyMatches     = 50
+	eventOnlyMatchesRace = 12
+)
 
 // TestE2EEventOnlyClients plays full matches with bots that keep their whole
 // view from events and act on the legal intents of the Decision event alone
@@ -36,7 +41,11 @@ func TestE2EEventOnlyClients(t *testing.T) {
 		}
 		rs = n
 	}
-	t.Logf("random seed %d (MATCHGRAIN_SEED replays it)", rs)
+	matches := eventOnlyMatches
+	if raceEnabled {
+		matches = eventOnlyMatchesRace
+	}
+	t.Logf("random seed %d (MATCHGRAIN_SEED replays it), %d matches", rs, matches)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	var (
@@ -46,7 +55,7 @@ func TestE2EEventOnlyClients(t *testing.T) {
 		wg                                  sync.WaitGroup
 		sem                                 = make(chan struct{}, 8)
 	)
-	for i := range eventOnlyMatches {
+	for i := range matches {
 		transport := []string{"ws", "tcp"}[i%2]
 		seed := rs + uint64(i)
 		wg.Add(1)
@@ -77,12 +86,12 @@ func TestE2EEventOnlyClients(t *testing.T) {
 		t.Error(err)
 	}
 	t.Logf("%d matches: %d intents, %d reconnects, %d snapshots compared with the Boards, %d rejected intents",
-		eventOnlyMatches, intents, reconnects, checked, stale)
-	if checked < eventOnlyMatches*2*10 {
+		matches, intents, reconnects, checked, stale)
+	if checked < matches*2*10 {
 		t.Errorf("only %d snapshots compared with the Boards", checked)
 	}
-	if reconnects < eventOnlyMatches {
-		t.Errorf("only %d reconnects in %d matches: the drops did not happen", reconnects, eventOnlyMatches)
+	if reconnects < matches {
+		t.Errorf("only %d reconnects in %d matches: the drops did not happen", reconnects, matches)
 	}
 	if stale > 0 {
 		t.Errorf("%d intents chosen from the Board were rejected", stale)
