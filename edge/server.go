@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // ErrServerClosed is returned by ServeTCP after Shutdown.
@@ -26,6 +28,11 @@ type Server struct {
 	tickets *Ticketer
 	log     *slog.Logger
 	metrics *metrics
+	limits  *connLimiter
+	// adminTokens are the SHA-256 of AdminToken and AdminTokensPrevious.
+	adminTokens [][sha256.Size]byte
+	// metricsHandler serves cfg.Registry at GET /metrics.
+	metricsHandler http.Handler
 
 	upgrader  websocket.Upgrader
 	origins   map[string]bool
@@ -53,12 +60,20 @@ func New(cfg Config, matches Matches) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("edge config: %w", err)
 	}
+	m, err := newMetrics(cfg.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("edge config: %w", err)
+	}
 	s := &Server{
+		metrics: m,
+		metricsHandler: promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{
+			ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn), ErrorHandling: promhttp.ContinueOnError,
+		}),
+		limits:    newConnLimiter(cfg),
 		cfg:       cfg,
 		matches:   matches,
 		tickets:   tickets,
 		log:       cfg.Logger,
-		metrics:   newMetrics(),
 		origins:   make(map[string]bool),
 		sessions:  make(map[*session]struct{}),
 		listeners: make(map[net.Listener]struct{}),
@@ -82,7 +97,13 @@ func New(cfg Config, matches Matches) (*Server, error) {
 		WriteBufferPool: &sync.Pool{},
 		CheckOrigin:     s.checkOrigin,
 	}
+	for _, t := range append([]string{cfg.AdminToken}, cfg.AdminTokensPrevious...) {
+		s.adminTokens = append(s.adminTokens, sha256.Sum256([]byte(t)))
+	}
 	s.handler = s.routes()
+	if err := s.registerLimitMetrics(); err != nil {
+		return nil, fmt.Errorf("edge config: %w", err)
+	}
 	return s, nil
 }
 
@@ -122,13 +143,14 @@ func (s *Server) serveGame(w http.ResponseWriter, r *http.Request) int {
 		writeError(w, http.StatusForbidden, "origin_not_allowed", "origin not allowed")
 		return http.StatusForbidden
 	}
-	c, err := s.upgrader.Upgrade(w, r, nil)
+	cw := &corkingWriter{ResponseWriter: w}
+	c, err := s.upgrader.Upgrade(cw, r, nil)
 	if err != nil {
 		// Upgrade has written the HTTP error response.
 		s.log.Debug("edge: websocket upgrade failed", "remote", r.RemoteAddr, "err", err)
 		return http.StatusBadRequest
 	}
-	s.startSession(newWSTransport(c))
+	s.startSession(newWSTransport(c, cw.conn))
 	return http.StatusSwitchingProtocols
 }
 
@@ -143,9 +165,11 @@ func (s *Server) ServeTCP(l net.Listener) error {
 	}
 	s.listeners[l] = struct{}{}
 	s.mu.Unlock()
+	raw := l
+	l = &limitedListener{Listener: raw, srv: s, isTCP: true}
 	defer func() {
 		s.mu.Lock()
-		delete(s.listeners, l)
+		delete(s.listeners, raw)
 		s.mu.Unlock()
 		_ = l.Close() // may already be closed by Shutdown
 	}()

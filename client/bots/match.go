@@ -43,6 +43,10 @@ type MatchOptions struct {
 	Narrate bool
 	// Stats, if set, collects intent latencies.
 	Stats *Stats
+	// Rate, if positive, plays the match open-loop: Rate intents per second
+	// offered at fixed ticks with a random phase (see pacer); 0 plays as
+	// fast as the bots decide (closed loop).
+	Rate float64
 }
 
 // MatchRun is one match played by two bots.
@@ -105,6 +109,13 @@ func PlayMatch(ctx context.Context, admin *client.Admin, o MatchOptions) (MatchR
 			cancel()
 		}
 	}()
+	var pace *pacer
+	if o.Rate > 0 {
+		pace = newPacer(o.Rate, st)
+		pctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go pace.run(pctx)
+	}
 	var wg sync.WaitGroup
 	var errs [2]error
 	for seat := range 2 {
@@ -120,6 +131,8 @@ func PlayMatch(ctx context.Context, admin *client.Admin, o MatchOptions) (MatchR
 			verify:    o.Verify,
 			think:     o.Think,
 			stats:     st,
+			pace:      pace,
+			ctx:       ctx,
 		}
 		wg.Add(1)
 		go func() {

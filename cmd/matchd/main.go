@@ -35,9 +35,17 @@ type options struct {
 	ticketTTL, helloTimeout, hbIdle, hbTimeout          time.Duration
 	reclaimInterval                                     time.Duration
 	secretsRefresh, ticketKeyRotation                   time.Duration
+	drainTimeout                                        time.Duration
 	probeInterval                                       time.Duration
 	suspicionMult, suspicionMaxMult                     int
 	demoDelay                                           time.Duration
+	security                                            cluster.Security
+	// limits holds the edge's exhaustion limits and HTTP deadlines only;
+	// run copies them into the edge config.
+	limits        edge.Config
+	metricsListen string
+	adminPrevious string
+	debugListen   string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -71,6 +79,7 @@ func parseFlags(args []string) (options, error) {
 	keepAlive := fs.Duration("seat-keepalive", def.SeatKeepAlive, "how often an edge proves a seat's connection to its grain")
 	snapEvery := fs.Int("snapshot-every", def.SnapshotEvery, "snapshot a match every N log entries")
 	idleStop := fs.Duration("idle-stop", def.IdleStop, "stop a finished match's grain after this long without requests")
+	botThink := fs.Duration("bot-think", def.BotThink, "how long a bot seat thinks before each decision (shorter than decision-time)")
 	ttl := fs.Duration("ticket-ttl", edge.DefaultTicketTTL, "ticket lifetime")
 	hello := fs.Duration("hello-timeout", edge.DefaultHelloTimeout, "time a new connection has to send ClientHello")
 	hbIdle := fs.Duration("heartbeat-idle", edge.DefaultHeartbeatIdle, "send ServerPing after this long without a client frame")
@@ -79,6 +88,27 @@ func parseFlags(args []string) (options, error) {
 	probe := fs.Duration("probe-interval", 0, "memberlist probe interval (0: the cluster default, tuned for a LAN)")
 	suspMult := fs.Int("suspicion-mult", 0, "memberlist suspicion multiplier (0: the cluster default)")
 	suspMax := fs.Int("suspicion-max-timeout-mult", 0, "upper bound of the suspicion timeout while confirmations are missing, as a multiple of the base (0: the cluster default)")
+	gossipKey := fs.String("gossip-key", "", "base64 gossip keys (16, 24 or 32 bytes), comma-separated, the first encrypts; prefer MATCHD_GOSSIP_KEY or --gossip-key-file over the command line")
+	gossipKeyFile := fs.String("gossip-key-file", "", "file of base64 gossip keys, one per line, the first encrypts; re-read on change (rotation: add the new key everywhere, move it first everywhere, remove the old one)")
+	tlsCert := fs.String("cluster-tls-cert", "", "PEM certificate of this member for the actor remote's mutual TLS (server and client; SAN = the remote host peers dial)")
+	tlsKey := fs.String("cluster-tls-key", "", "PEM private key of --cluster-tls-cert")
+	tlsCA := fs.String("cluster-tls-ca", "", "PEM CA that signs every member certificate")
+	secretsReload := fs.Duration("cluster-secrets-reload", cluster.DefaultSecretsReload, "how often the gossip key file and cluster TLS files are checked for changes")
+	insecure := fs.Bool("insecure-cluster", false, "allow gossip and remote on non-loopback addresses without a gossip key and TLS (anyone reaching them can join and command any match)")
+	drain := fs.Duration("drain-timeout", 20*time.Second, "on SIGTERM: longest graceful drain (sessions told to reconnect elsewhere, matches handed over); the process exits by this bound plus 5 s")
+	maxConns := fs.Int("max-connections", edge.DefaultMaxConnections, "most open client connections (HTTP and TCP) this edge accepts; more are refused (503 / RateLimited)")
+	maxPerAddr := fs.Int("max-connections-per-address", edge.DefaultMaxConnsPerAddress, "most open client connections per IPv4 address or IPv6 /64; more are refused (429 / RateLimited)")
+	maxHandshakes := fs.Int("max-handshakes", edge.DefaultMaxHandshakes, "most connections that have not finished an HTTP request or ClientHello; more are refused (503 / RateLimited)")
+	maxBody := fs.Int("max-body-bytes", edge.DefaultMaxBodyBytes, "largest HTTP API request body (413 above)")
+	maxHeader := fs.Int("max-header-bytes", edge.DefaultMaxHeaderBytes, "largest HTTP request header (431 above)")
+	httpHeader := fs.Duration("http-header-timeout", edge.DefaultHTTPHeaderTimeout, "time to read an HTTP request header")
+	httpRead := fs.Duration("http-read-timeout", edge.DefaultHTTPReadTimeout, "time to read a whole HTTP request, body included")
+	httpWrite := fs.Duration("http-write-timeout", edge.DefaultHTTPWriteTimeout, "time to write an HTTP response")
+	httpIdle := fs.Duration("http-idle-timeout", edge.DefaultHTTPIdleTimeout, "close keep-alive HTTP connections idle this long")
+	writeTimeout := fs.Duration("write-timeout", edge.DefaultWriteTimeout, "a game client that does not take a frame within this is disconnected")
+	metricsListen := fs.String("metrics-listen", "", "serve /metrics on this address only (e.g. a private 10.x:9100) instead of on --listen")
+	adminPrev := fs.String("admin-tokens-previous", "", "comma-separated admin tokens still accepted during a rotation (MATCHD_ADMIN_TOKENS_PREVIOUS)")
+	debugListen := fs.String("debug-listen", "", "loopback address (127.0.0.1:PORT) serving net/http/pprof under /debug/pprof/; empty: off")
 	demoDelay := fs.Duration("demo-delay", 400*time.Millisecond, "pause between bot moves in --demo")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -91,16 +121,43 @@ func parseFlags(args []string) (options, error) {
 	o.adminToken, o.ticketKey, o.origins = *admin, *tkey, *origins
 	o.edgeOnly, o.demo, o.demoExit, o.jsonLogs, o.logLevel = *edgeOnly, *demo, *demoExit, *jsonLogs, *level
 	o.timing = actors.Timing{DecisionTime: *decision, BankTime: *bank, AbsenceTimeout: *absence, ClockInterval: *clock,
-		SeatKeepAlive: *keepAlive, SnapshotEvery: *snapEvery, IdleStop: *idleStop}
+		SeatKeepAlive: *keepAlive, SnapshotEvery: *snapEvery, IdleStop: *idleStop, BotThink: *botThink}
 	o.ticketTTL, o.helloTimeout, o.hbIdle, o.hbTimeout = *ttl, *hello, *hbIdle, *hbTimeout
 	o.reclaimInterval, o.probeInterval, o.demoDelay = *reclaim, *probe, *demoDelay
 	o.suspicionMult, o.suspicionMaxMult = *suspMult, *suspMax
-	o.secretsRefresh, o.ticketKeyRotation = *secretsRefresh, *rotation
-	if o.secretsRefresh <= 0 || o.ticketKeyRotation < 0 {
-		return o, errors.New("secrets-refresh must be positive and ticket-key-rotation not negative")
+	o.debugListen = *debugListen
+	if o.debugListen != "" {
+		if err := debugLoopbackOnly(o.debugListen); err != nil {
+			return o, err
+		}
+	}
+	o.secretsRefresh, o.ticketKeyRotation, o.drainTimeout = *secretsRefresh, *rotation, *drain
+	if o.secretsRefresh <= 0 || o.ticketKeyRotation < 0 || o.drainTimeout <= 0 {
+		return o, errors.New("secrets-refresh and drain-timeout must be positive, ticket-key-rotation not negative")
 	}
 	if err := o.timing.Validate(); err != nil {
 		return o, err
+	}
+	o.limits = edge.Config{MaxConnections: *maxConns, MaxConnectionsPerAddress: *maxPerAddr, MaxHandshakes: *maxHandshakes,
+		MaxBodyBytes: int64(*maxBody), MaxHeaderBytes: *maxHeader, HTTPHeaderTimeout: *httpHeader, HTTPReadTimeout: *httpRead,
+		HTTPWriteTimeout: *httpWrite, HTTPIdleTimeout: *httpIdle, WriteTimeout: *writeTimeout}
+	o.metricsListen, o.adminPrevious = *metricsListen, *adminPrev
+	if o.timing.BotThink >= o.timing.DecisionTime {
+		return o, errors.New("bot-think must be shorter than decision-time")
+	}
+	o.security = cluster.Security{GossipKeyFile: *gossipKeyFile, Insecure: *insecure, ReloadInterval: *secretsReload}
+	if *gossipKey != "" {
+		keys, err := cluster.ParseGossipKeys(*gossipKey)
+		if err != nil {
+			return o, fmt.Errorf("gossip-key: %w", err)
+		}
+		o.security.GossipKeys = keys
+	}
+	switch {
+	case *tlsCert != "" && *tlsKey != "" && *tlsCA != "":
+		o.security.TLS = &cluster.TLSFiles{CertFile: *tlsCert, KeyFile: *tlsKey, CAFile: *tlsCA}
+	case *tlsCert != "" || *tlsKey != "" || *tlsCA != "":
+		return o, errors.New("cluster-tls-cert, cluster-tls-key and cluster-tls-ca go together")
 	}
 	return o, nil
 }
@@ -173,7 +230,13 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 
 	var node *cluster.Node
 	var kinds []*pcluster.Kind
-	grainMetrics := &actors.Metrics{}
+	// One registry holds every metric of this node; the edge serves it at
+	// /metrics. Parts that add metrics register their collectors here.
+	registry := edge.NewRegistry()
+	grainMetrics, err := actors.NewMetrics(registry)
+	if err != nil {
+		return err
+	}
 	if !o.edgeOnly {
 		kind, err := actors.NewMatchKind(actors.GrainDeps{
 			Store: store, Rules: actors.GameRules{}, Timing: o.timing, Logger: log, Metrics: grainMetrics,
@@ -188,7 +251,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		SuspicionMaxTimeoutMult: o.suspicionMaxMult}
 	node, err = cluster.Start(cluster.Config{
 		NodeName: o.nodeName, GossipAddr: o.gossipAddr, Join: splitList(o.join), RemoteAddr: o.remoteAddr,
-		ClusterName: o.clusterName, Kinds: kinds, FailureDetection: fd, Logger: base,
+		ClusterName: o.clusterName, Kinds: kinds, FailureDetection: fd, Security: o.security, Logger: base,
 	})
 	if err != nil {
 		return fmt.Errorf("start cluster member: %w", err)
@@ -211,7 +274,12 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	srv, err := edge.New(edge.Config{
 		TicketKey: sec.ticketKey, TicketPreviousKeys: sec.ticketAccept, TicketTTL: o.ticketTTL, AdminToken: adminToken, Decks: deckInfos,
 		HelloTimeout: o.helloTimeout, HeartbeatIdle: o.hbIdle, HeartbeatTimeout: o.hbTimeout,
-		AllowedOrigins: splitList(o.origins), Logger: log, ExtraMetrics: grainMetrics.WritePrometheus,
+		AllowedOrigins: splitList(o.origins), Logger: log, Registry: registry,
+		AdminTokensPrevious: splitList(o.adminPrevious), SeparateMetrics: o.metricsListen != "",
+		MaxConnections: o.limits.MaxConnections, MaxConnectionsPerAddress: o.limits.MaxConnectionsPerAddress,
+		MaxHandshakes: o.limits.MaxHandshakes, MaxBodyBytes: o.limits.MaxBodyBytes, MaxHeaderBytes: o.limits.MaxHeaderBytes,
+		HTTPHeaderTimeout: o.limits.HTTPHeaderTimeout, HTTPReadTimeout: o.limits.HTTPReadTimeout,
+		HTTPWriteTimeout: o.limits.HTTPWriteTimeout, HTTPIdleTimeout: o.limits.HTTPIdleTimeout, WriteTimeout: o.limits.WriteTimeout,
 	}, grains.Matches(gw))
 	if err != nil {
 		node.Kill()
@@ -222,9 +290,22 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		node.Kill()
 		return fmt.Errorf("listen %s: %w", o.listen, err)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 4)
-	go func() { errc <- fmt.Errorf("http: %w", hs.Serve(httpLn)) }()
+	hs := srv.HTTPServer()
+	errc := make(chan error, 5)
+	go func() { errc <- fmt.Errorf("http: %w", hs.Serve(srv.LimitListener(httpLn))) }()
+	metricsAddr := httpLn.Addr().String()
+	if o.metricsListen != "" {
+		ml, err := net.Listen("tcp", o.metricsListen)
+		if err != nil {
+			node.Kill()
+			return fmt.Errorf("listen %s: %w", o.metricsListen, err)
+		}
+		metricsAddr = ml.Addr().String()
+		ms := &http.Server{Handler: srv.MetricsHandler(), ReadHeaderTimeout: o.limits.HTTPHeaderTimeout,
+			ReadTimeout: o.limits.HTTPReadTimeout, WriteTimeout: o.limits.HTTPWriteTimeout, IdleTimeout: o.limits.HTTPIdleTimeout}
+		go func() { errc <- fmt.Errorf("metrics http: %w", ms.Serve(ml)) }()
+		defer func() { _ = ms.Close() }() // scrapes in flight at exit do not matter
+	}
 	tcpAddr := ""
 	if o.tcpListen != "" {
 		tl, err := net.Listen("tcp", o.tcpListen)
@@ -262,11 +343,19 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	if sec.shared != nil {
 		go refreshTicketKeys(ctx, o, sec, srv.Tickets(), log)
 	}
+	debugAddr := ""
+	if o.debugListen != "" {
+		debugAddr, err = startDebug(ctx, o.debugListen, log)
+		if err != nil {
+			node.Kill()
+			return err
+		}
+	}
 	// One machine-readable line for scripts and tests that start nodes.
-	fmt.Printf("matchd ready member=%s http=%s tcp=%s gossip=%s remote=%s\n",
-		node.ID(), httpLn.Addr(), tcpAddr, node.GossipAddr(), node.Self())
+	fmt.Printf("matchd ready member=%s http=%s tcp=%s gossip=%s remote=%s debug=%s metrics=%s\n",
+		node.ID(), httpLn.Addr(), tcpAddr, node.GossipAddr(), node.Self(), debugAddr, metricsAddr)
 	log.Info("matchd ready", "member", node.ID(), "http", httpLn.Addr().String(), "tcp", tcpAddr,
-		"store", storeKind(o), "edge_only", o.edgeOnly)
+		"metrics", metricsAddr, "store", storeKind(o), "edge_only", o.edgeOnly)
 
 	if o.demo {
 		go func() {
@@ -288,19 +377,45 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 			runErr = nil
 		}
 	}
-	log.Info("matchd stopping")
-	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	drain(o, srv, hs, node, log)
+	return runErr
+}
+
+// drain is the graceful stop (docs/operations.md §2): the edge stops taking
+// players (/healthz answers 503, new sessions are refused) and tells every
+// connected client to reconnect elsewhere (1001; on TCP a fatal
+// ServerError); then the member leaves the cluster, so peers route its
+// matches elsewhere, and its grains stop after their mailboxes: a write in
+// flight either commits before the stop or is fenced by the new owner's
+// claim, and its intent is retried there. Each step gets a share of
+// --drain-timeout; if the whole drain hangs anyway, the process exits 5 s
+// after the bound, since a supervisor waiting for it is worse than a crash
+// that fencing already makes safe.
+func drain(o options, srv *edge.Server, hs *http.Server, node *cluster.Node, log *slog.Logger) {
+	start := time.Now()
+	log.Info("matchd draining", "bound", o.drainTimeout)
+	watchdog := time.AfterFunc(o.drainTimeout+5*time.Second, func() {
+		log.Error("drain did not finish in time; exiting", "bound", o.drainTimeout)
+		os.Exit(1)
+	})
+	defer watchdog.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), o.drainTimeout)
 	defer cancel()
+	// Sessions get half: clients need a moment to read the close.
+	sctx, scancel := context.WithTimeout(ctx, o.drainTimeout/2)
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("edge shutdown", "err", err)
 	}
-	if err := hs.Shutdown(sctx); err != nil {
+	scancel()
+	hctx, hcancel := context.WithTimeout(ctx, o.drainTimeout/4)
+	if err := hs.Shutdown(hctx); err != nil {
 		log.Warn("http shutdown", "err", err)
 	}
-	if err := node.Leave(sctx); err != nil {
+	hcancel()
+	if err := node.Leave(ctx); err != nil {
 		log.Warn("leave cluster", "err", err)
 	}
-	return runErr
+	log.Info("matchd drained", "took", time.Since(start).Round(time.Millisecond))
 }
 
 // purgeTickets forgets used-ticket records once their tickets have expired:

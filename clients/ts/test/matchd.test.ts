@@ -1,6 +1,6 @@
 // Two TypeScript sessions play a whole match against a real matchd (built
-// from this repository, embedded store, loopback ports), one of them losing
-// its connection mid-match; their boards, kept from events, are checked
+// from this repository, embedded store, loopback ports), each losing its
+// connection once mid-match; their boards, kept from events, are checked
 // against every snapshot at the same eventSeq and against the final one.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
@@ -31,7 +31,8 @@ function lateListener(): { listener: (f: ServerFrame) => void; subscribe: (l: (f
   };
 }
 
-test("two sessions play a full match against matchd, one reconnecting mid-match", { timeout: 300_000 }, async () => {
+test("two sessions play a full match against matchd, each reconnecting once mid-match", { timeout: 300_000 }, async (t) => {
+  const t0 = Date.now();
   const admin = new Admin(`http://${node.http}`, node.adminToken);
   const decks = await admin.decks();
   assert.ok(decks.length > 0, "the node lists no decks");
@@ -121,9 +122,23 @@ test("two sessions play a full match against matchd, one reconnecting mid-match"
         }
       }
       for (const [id, n] of applied) assert.equal(n, 1, `seat ${seat}: intent ${id} applied ${n} times`);
+      // The intent sent right before the drop went out again under the same id.
+      const sentIds = new Map<string, number>();
+      for (const e of wire[seat]!) {
+        if (e.dir === "out" && e.frame.type === "ClientIntent") {
+          sentIds.set(e.frame.body.intentId, (sentIds.get(e.frame.body.intentId) ?? 0) + 1);
+        }
+      }
+      const resent = [...sentIds.values()].filter((n) => n > 1).length;
+      assert.ok(resent >= 1, `seat ${seat}: no intent was re-sent under its id after the drop`);
+      t.diagnostic(
+        `seat ${seat}: ${r.intents} intents, ${r.rejected} rejected, ${resent} re-sent, ${r.duplicates} answered duplicate, ` +
+          `${checked} snapshot checks, ${s.reconnects} reconnects, last seq ${r.final.eventSeq}`,
+      );
     }
   } finally {
     await Promise.all(sessions.map((s) => s.leave("test over", 3_000)));
   }
   for (const s of sessions) assert.equal(s.err, null);
+  t.diagnostic(`match played in ${((Date.now() - t0) / 1000).toFixed(1)} s (2 shared cores)`);
 });
