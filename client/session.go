@@ -101,12 +101,15 @@ type Session struct {
 	// viewChecks and viewMismatches are the same for the whole view.
 	viewChecks     int
 	viewMismatches []string
-	leaving        bool
-	reconnects     int
-	offset         time.Duration
-	pingSent       map[int64]time.Time
-	lastSent       time.Time
-	err            error
+	// sawDecision: a Decision event arrived, so the server is
+	// event-complete (docs/protocol.md §13).
+	sawDecision bool
+	leaving     bool
+	reconnects  int
+	offset      time.Duration
+	pingSent    map[int64]time.Time
+	lastSent    time.Time
+	err         error
 }
 
 const maxMismatches = 32
@@ -215,6 +218,15 @@ func (s *Session) LegalIntents() ([]protocol.Intent, int64) {
 		return nil, 0
 	}
 	return slices.Clone(s.board.LegalIntents()), s.board.EventSeq
+}
+
+// EventComplete reports whether the server has sent a Decision event, so
+// batches carry the legal intents (docs/protocol.md §13). A server that
+// does not (an older one) must be asked for a snapshot after every change.
+func (s *Session) EventComplete() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sawDecision
 }
 
 // ViewConsistency reports how many snapshots were compared with the whole
@@ -655,6 +667,17 @@ func (s *Session) handle(conn *Conn, f protocol.ServerFrame) bool {
 	}
 }
 
+// wholeViewDiff compares the Board's whole view with a snapshot at the same
+// seq when the server is event-complete (counted in viewChecks); nil
+// otherwise. The caller holds mu.
+func (s *Session) wholeViewDiff(v *protocol.MatchView) []string {
+	if !s.sawDecision {
+		return nil
+	}
+	s.viewChecks++
+	return s.board.ViewDiff(v)
+}
+
 func (s *Session) takeSnapshot(v *protocol.MatchView) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -666,8 +689,8 @@ func (s *Session) takeSnapshot(v *protocol.MatchView) {
 				s.mismatches = append(s.mismatches, fmt.Sprintf("seq %d: %s", v.EventSeq, d))
 			}
 		}
-		s.viewChecks++
-		for _, d := range s.board.ViewDiff(v) {
+		// Only an event-complete server's events keep a whole view.
+		for _, d := range s.wholeViewDiff(v) {
 			if len(s.viewMismatches) < maxMismatches {
 				s.viewMismatches = append(s.viewMismatches, fmt.Sprintf("seq %d: %s", v.EventSeq, d))
 			}
@@ -707,6 +730,9 @@ func (s *Session) takeEvents(f *protocol.ServerEvents) (*protocol.ServerEvents, 
 			continue
 		}
 		out.Events = append(out.Events, e)
+		if e.Event.EventKind() == protocol.EventDecision {
+			s.sawDecision = true
+		}
 		if s.boardValid {
 			s.board.Apply(e)
 		}

@@ -21,6 +21,10 @@ import (
 // batch in verify mode, where the session compares the Board with each
 // snapshot.
 //
+// Against a server that sends no Decision events (an older one, or a test
+// engine), the bot falls back to asking for a snapshot after every batch,
+// every result of its own and every resumed hello, and acts on those.
+//
 // The bot acts only while no intent of its own is pending and once its
 // Board has reached the eventSeq of its last accepted intent, so it never
 // decides on the state before its own intent.
@@ -130,6 +134,8 @@ type Result struct {
 	Intents        int
 	Rejected       int
 	Reconnects     int
+	// EventComplete: the server sent Decision events (docs/protocol.md §13).
+	EventComplete bool
 	// Snapshots counts the snapshots the bot asked for (verify mode: one
 	// per batch; otherwise only stalls, Stale or Illegal rejections).
 	Snapshots int
@@ -166,7 +172,7 @@ func (b *bot) play(ctx context.Context) (Result, error) {
 				vchecked, vmism := b.s.ViewConsistency()
 				return Result{
 					Final: b.final, Board: b.s.Board(), Checked: checked, Mismatches: mism,
-					ViewChecked: vchecked, ViewMismatches: vmism,
+					ViewChecked: vchecked, ViewMismatches: vmism, EventComplete: b.s.EventComplete(),
 					Intents: b.intents, Rejected: b.rejected, Reconnects: b.s.Reconnects(), Snapshots: b.snapshots,
 				}, nil
 			}
@@ -200,6 +206,9 @@ func (b *bot) handle(f protocol.ServerFrame) bool {
 				b.pace.done()
 			}
 		}
+		if f.Resumed && b.legacy() {
+			b.resync()
+		}
 	case *protocol.ServerSnapshot:
 		return b.onSnapshot(&f.View)
 	case *protocol.ServerEvents:
@@ -222,6 +231,10 @@ func (b *bot) handle(f protocol.ServerFrame) bool {
 			v := board.View()
 			b.final = &v
 			return true
+		}
+		if b.legacy() {
+			b.resync() // the legal intents come with the snapshot
+			return false
 		}
 		if b.verify {
 			b.resync() // compared with the Board at the same seq by the session
@@ -247,6 +260,10 @@ func (b *bot) handle(f protocol.ServerFrame) bool {
 				return false
 			}
 		}
+		if b.legacy() {
+			b.resync() // an intent may change the state without an event there
+			return false
+		}
 		b.decide()
 	case *protocol.ServerError:
 		b.say("server error %d: %s", f.Code, f.Message)
@@ -271,6 +288,10 @@ func (b *bot) onSnapshot(v *protocol.MatchView) bool {
 	b.decide()
 	return false
 }
+
+// legacy: the server sends no Decision events, so legal intents come from
+// snapshots only.
+func (b *bot) legacy() bool { return !b.s.EventComplete() }
 
 // decide sends an intent when the Board says this seat decides.
 func (b *bot) decide() {
