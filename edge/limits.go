@@ -13,7 +13,7 @@ import (
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
-// Connection limits (docs/security.md §2). A connection counts against
+// Connection limits (docs/security.md). A connection counts against
 // MaxConnections and MaxConnectionsPerAddress from accept to close, and
 // against MaxHandshakes from accept until it has proven it is a player: a
 // WebSocket or TCP session whose ClientHello opened a seat, or an HTTP
