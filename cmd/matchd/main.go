@@ -40,6 +40,7 @@ type options struct {
 	reclaimInterval, reclaimLease                       time.Duration
 	secretsRefresh, ticketKeyRotation                   time.Duration
 	drainTimeout                                        time.Duration
+	retentionAfter, retentionInterval                   time.Duration
 	probeInterval                                       time.Duration
 	suspicionMult, suspicionMaxMult                     int
 	demoDelay                                           time.Duration
@@ -101,6 +102,8 @@ func parseFlags(args []string) (options, error) {
 	tlsCA := fs.String("cluster-tls-ca", "", "PEM CA that signs every member certificate")
 	secretsReload := fs.Duration("cluster-secrets-reload", cluster.DefaultSecretsReload, "how often the gossip key file and cluster TLS files are checked for changes")
 	insecure := fs.Bool("insecure-cluster", false, "allow gossip and remote on non-loopback addresses without a gossip key and TLS (anyone reaching them can join and command any match)")
+	retAfter := fs.Duration("retention-prune-after", 0, "delete the log of a finished match this long after its last write, keeping its result and final snapshot (0: keep logs forever; PostgreSQL only)")
+	retEvery := fs.Duration("retention-interval", time.Hour, "how often the retention job runs")
 	drain := fs.Duration("drain-timeout", 20*time.Second, "on SIGTERM: longest graceful drain (sessions told to reconnect elsewhere, matches handed over); the process exits by this bound plus 5 s")
 	maxConns := fs.Int("max-connections", edge.DefaultMaxConnections, "most open client connections (HTTP and TCP) this edge accepts; more are refused (503 / RateLimited)")
 	maxPerAddr := fs.Int("max-connections-per-address", edge.DefaultMaxConnsPerAddress, "most open client connections per IPv4 address or IPv6 /64; more are refused (429 / RateLimited)")
@@ -112,6 +115,10 @@ func parseFlags(args []string) (options, error) {
 	httpWrite := fs.Duration("http-write-timeout", edge.DefaultHTTPWriteTimeout, "time to write an HTTP response")
 	httpIdle := fs.Duration("http-idle-timeout", edge.DefaultHTTPIdleTimeout, "close keep-alive HTTP connections idle this long")
 	writeTimeout := fs.Duration("write-timeout", edge.DefaultWriteTimeout, "a game client that does not take a frame within this is disconnected")
+	intentRate := fs.Float64("intents-per-second", edge.DefaultIntentsPerSecond, "intents a connection may send per second")
+	intentBurst := fs.Int("intent-burst", edge.DefaultIntentBurst, "intents a connection may send at once")
+	abuseFactor := fs.Float64("abuse-factor", edge.DefaultAbuseFactor, "frames per second above this multiple of --intents-per-second, sustained over --abuse-window, close the connection (4413)")
+	abuseWindow := fs.Duration("abuse-window", edge.DefaultAbuseWindow, "see --abuse-factor")
 	metricsListen := fs.String("metrics-listen", "", "serve /metrics on this address only (e.g. a private 10.x:9100) instead of on --listen")
 	adminPrev := fs.String("admin-tokens-previous", "", "comma-separated admin tokens still accepted during a rotation (MATCHD_ADMIN_TOKENS_PREVIOUS)")
 	debugListen := fs.String("debug-listen", "", "loopback address (127.0.0.1:PORT) serving net/http/pprof under /debug/pprof/; empty: off")
@@ -139,6 +146,10 @@ func parseFlags(args []string) (options, error) {
 		}
 	}
 	o.secretsRefresh, o.ticketKeyRotation, o.drainTimeout = *secretsRefresh, *rotation, *drain
+	o.retentionAfter, o.retentionInterval = *retAfter, *retEvery
+	if o.retentionAfter < 0 || o.retentionInterval <= 0 {
+		return o, errors.New("retention-prune-after must not be negative, retention-interval must be positive")
+	}
 	if o.secretsRefresh <= 0 || o.ticketKeyRotation < 0 || o.drainTimeout <= 0 {
 		return o, errors.New("secrets-refresh and drain-timeout must be positive, ticket-key-rotation not negative")
 	}
@@ -147,7 +158,8 @@ func parseFlags(args []string) (options, error) {
 	}
 	o.limits = edge.Config{MaxConnections: *maxConns, MaxConnectionsPerAddress: *maxPerAddr, MaxHandshakes: *maxHandshakes,
 		MaxBodyBytes: int64(*maxBody), MaxHeaderBytes: *maxHeader, HTTPHeaderTimeout: *httpHeader, HTTPReadTimeout: *httpRead,
-		HTTPWriteTimeout: *httpWrite, HTTPIdleTimeout: *httpIdle, WriteTimeout: *writeTimeout}
+		HTTPWriteTimeout: *httpWrite, HTTPIdleTimeout: *httpIdle, WriteTimeout: *writeTimeout,
+		IntentsPerSecond: *intentRate, IntentBurst: *intentBurst, AbuseFactor: *abuseFactor, AbuseWindow: *abuseWindow}
 	o.metricsListen, o.adminPrevious = *metricsListen, *adminPrev
 	if o.timing.BotThink >= o.timing.DecisionTime {
 		return o, errors.New("bot-think must be shorter than decision-time")
@@ -314,6 +326,8 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		MaxHandshakes: o.limits.MaxHandshakes, MaxBodyBytes: o.limits.MaxBodyBytes, MaxHeaderBytes: o.limits.MaxHeaderBytes,
 		HTTPHeaderTimeout: o.limits.HTTPHeaderTimeout, HTTPReadTimeout: o.limits.HTTPReadTimeout,
 		HTTPWriteTimeout: o.limits.HTTPWriteTimeout, HTTPIdleTimeout: o.limits.HTTPIdleTimeout, WriteTimeout: o.limits.WriteTimeout,
+		IntentsPerSecond: o.limits.IntentsPerSecond, IntentBurst: o.limits.IntentBurst,
+		AbuseFactor: o.limits.AbuseFactor, AbuseWindow: o.limits.AbuseWindow,
 	}, grains.Matches(gw))
 	if err != nil {
 		node.Kill()
@@ -325,6 +339,8 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		return fmt.Errorf("listen %s: %w", o.listen, err)
 	}
 	hs := srv.HTTPServer()
+	admin := &adminAPI{token: adminToken, node: node, store: store, rules: actors.GameRules{}, timing: o.timing, log: log}
+	hs.Handler = admin.wrap(hs.Handler)
 	errc := make(chan error, 5)
 	go func() { errc <- fmt.Errorf("http: %w", hs.Serve(srv.LimitListener(httpLn))) }()
 	metricsAddr := httpLn.Addr().String()
@@ -377,6 +393,9 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		}()
 	}
 	go purgeTickets(ctx, store, log)
+	if rs, ok := store.(persistence.Retention); ok && o.retentionAfter > 0 {
+		go pruneFinished(ctx, rs, o.retentionAfter, o.retentionInterval, log)
+	}
 	if sec.shared != nil {
 		go refreshTicketKeys(ctx, o, sec, srv.Tickets(), log)
 	}
@@ -495,6 +514,40 @@ func (l *leases) held(id string) bool {
 		}
 	}
 	return false
+}
+
+// pruneFinished is the retention job (docs/operations.md §5): every
+// interval it deletes, in batches, the logs of matches that finished more
+// than after ago and whose final snapshot covers the log. Every member may
+// run it; deletes of the same rows are idempotent.
+func pruneFinished(ctx context.Context, rs persistence.Retention, after, interval time.Duration, log *slog.Logger) {
+	const batch = 500
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		var total, entries int64
+		for ctx.Err() == nil {
+			pctx, cancel := context.WithTimeout(ctx, time.Minute)
+			m, e, err := rs.PruneFinishedLogs(pctx, time.Now().Add(-after), batch)
+			cancel()
+			if err != nil {
+				log.Warn("retention: prune finished logs", "err", err)
+				break
+			}
+			total, entries = total+m, entries+e
+			if m < batch {
+				break
+			}
+		}
+		if total > 0 {
+			log.Info("retention: pruned the logs of finished matches", "matches", total, "entries", entries)
+		}
+	}
 }
 
 // purgeTickets forgets used-ticket records once their tickets have expired:
