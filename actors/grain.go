@@ -238,7 +238,11 @@ func (g *grain) recover(rec persistence.Recovery) error {
 			g.journal[journalKey{j.Seat, j.IntentID}] = j
 		}
 		g.journalFrom = eng.LastSeq() + 1
-		g.rebuildJournal(rec.Snapshot.Seq, eng.LastSeq())
+		if !eng.IsFinished() {
+			// A finished match answers every hello with a snapshot
+			// (docs/protocol.md §9.8); its log may be pruned anyway.
+			g.rebuildJournal(rec.Snapshot.Seq, eng.LastSeq())
+		}
 	} else {
 		eng, evs, err := g.deps.Rules.New(g.meta.Seed, g.meta.Decks)
 		if err != nil {
