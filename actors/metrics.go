@@ -1,10 +1,13 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sync/atomic"
 	"time"
+
+	"github.com/matchgrain/matchgrain/persistence"
 )
 
 // Metrics counts what the grains of one member do. Safe for concurrent use;
@@ -20,6 +23,19 @@ type Metrics struct {
 	AppendErrors atomic.Int64
 	// AppendMicros is the sum of append latencies, for a mean.
 	AppendMicros atomic.Int64
+	// FencedWrites counts writes (appends, snapshots, finish marks) the
+	// store refused because a newer activation claimed the match: each is a
+	// stale activation that woke up (or lagged) and was stopped by the
+	// fence, the event the one-writer guarantee exists for. Any value above
+	// zero means a member was frozen, partitioned or too slow for its peers.
+	FencedWrites atomic.Int64
+}
+
+// observeFenced counts a write that err says the fence refused.
+func (m *Metrics) observeFenced(err error) {
+	if m != nil && errors.Is(err, persistence.ErrFenced) {
+		m.FencedWrites.Add(1)
+	}
 }
 
 func (m *Metrics) observeAppend(d time.Duration, err error) {
@@ -42,6 +58,7 @@ func (m *Metrics) WritePrometheus(w io.Writer) error {
 		{"matchgrain_store_appends_total", "counter", "Command-log appends.", m.Appends.Load()},
 		{"matchgrain_store_append_errors_total", "counter", "Command-log appends that failed or were fenced.", m.AppendErrors.Load()},
 		{"matchgrain_store_append_seconds_sum", "counter", "Total time spent in command-log appends.", 0},
+		{"matchgrain_store_fenced_writes_total", "counter", "Writes of stale activations refused by the epoch fence.", m.FencedWrites.Load()},
 	}
 	for _, r := range rows {
 		if _, err := fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", r.name, r.help, r.name, r.kind); err != nil {
