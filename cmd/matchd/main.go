@@ -279,7 +279,10 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 			runErr = nil
 		}
 	}
-	log.Info("matchd stopping")
+	// The fenced-write count says whether this member lived on as a stale
+	// owner (frozen, partitioned) and was stopped by the store's fence; the
+	// chaos tests read it here because an evicted member exits right after.
+	log.Info("matchd stopping", "fenced_writes", grainMetrics.FencedWrites.Load())
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
