@@ -199,7 +199,17 @@ func TestClusterGracefulLeaveMovesGrains(t *testing.T) {
 		done <- outcome{r, err}
 	}()
 
-	time.Sleep(1500 * time.Millisecond) // let the load reach steady state on the leaver
+	// The leave must move grains that run: wait until the load has
+	// activated every one of them on the leaver.
+	clustertest.Eventually(t, 20*time.Second, 20*time.Millisecond, func() error {
+		ev := leaver.Events()
+		for _, id := range ids[:6] {
+			if !slices.Contains(ev, "activated "+id) {
+				return fmt.Errorf("%s not active on the leaving member yet", id)
+			}
+		}
+		return nil
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -231,9 +241,12 @@ func TestClusterReclaimerWakesOrphans(t *testing.T) {
 	for i := range 24 {
 		ids = append(ids, fmt.Sprintf("orphan-%02d", i))
 	}
+	// Relaxed failure detection: this test is about the reclaimer, and -race
+	// members on a loaded machine are otherwise falsely declared dead while
+	// the cluster forms (detection then takes up to about 11 s).
 	ms := clustertest.StartCluster(t, 3, clustertest.MemberOptions{
-		ClusterName: "reclaim",
-		Env:         []string{envReclaim + "=" + strings.Join(ids, ",")},
+		ClusterName: "reclaim", FailureDetection: clustertest.RelaxedFailureDetection(),
+		Env: []string{envReclaim + "=" + strings.Join(ids, ",")},
 	})
 	victim := ms[2]
 	var orphans []string
