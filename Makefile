@@ -2,11 +2,18 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: test race vet lint fuzz-smoke bench chaos-smoke flake-hunt measure demo games-1m
+.PHONY: test race vet lint fuzz-smoke bench chaos-smoke flake-hunt measure demo games-1m ts-test
 
-## test: vet, then the whole suite under -race with a throwaway PostgreSQL.
+## test: vet, then the whole suite under -race with a throwaway PostgreSQL, then
+## the TypeScript client's tests.
 test: vet
 	deploy/pg-throwaway.sh run --fast -- $(GO) test -race -timeout 20m -count=1 $(PKGS)
+	$(MAKE) ts-test
+
+## ts-test: the TypeScript client library (clients/ts): vectors, board, session,
+## and a match against a real matchd built with $(GO). Needs Node.js >= 18 and npm.
+ts-test:
+	cd clients/ts && npm ci --no-audit --no-fund && GO=$(GO) npm test
 
 race: test
 

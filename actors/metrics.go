@@ -3,76 +3,105 @@ package actors
 import (
 	"errors"
 	"fmt"
-	"io"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/matchgrain/matchgrain/persistence"
 )
 
-// Metrics counts what the grains of one member do. Safe for concurrent use;
-// WritePrometheus renders it for an HTTP /metrics endpoint.
+// Metrics are the Prometheus collectors of the match grains of one member.
+// Safe for concurrent use. The names, types and labels are a contract with
+// dashboards and alerts (deploy/observability): add metrics, never rename or
+// retype one.
 type Metrics struct {
 	// ActiveGrains is the number of running match activations.
-	ActiveGrains atomic.Int64
+	ActiveGrains prometheus.Gauge
 	// IntentsAccepted and IntentsRejected count intents the engine decided.
-	IntentsAccepted atomic.Int64
-	IntentsRejected atomic.Int64
+	IntentsAccepted prometheus.Counter
+	IntentsRejected prometheus.Counter
 	// Appends and AppendErrors count durable command-log writes.
-	Appends      atomic.Int64
-	AppendErrors atomic.Int64
-	// AppendMicros is the sum of append latencies, for a mean.
-	AppendMicros atomic.Int64
-	// FencedWrites counts writes (appends, snapshots, finish marks) the
-	// store refused because a newer activation claimed the match: each is a
-	// stale activation that woke up (or lagged) and was stopped by the
-	// fence, the event the one-writer guarantee exists for. Any value above
-	// zero means a member was frozen, partitioned or too slow for its peers.
-	FencedWrites atomic.Int64
+	Appends      prometheus.Counter
+	AppendErrors prometheus.Counter
+	// AppendSeconds is the total time spent in appends (for a mean with
+	// Appends); AppendDuration is their latency distribution.
+	AppendSeconds  prometheus.Counter
+	AppendDuration prometheus.Histogram
+
+	// fenced counts writes (appends, snapshots, finish marks) the store
+	// refused because a newer activation claimed the match: each is a stale
+	// activation that woke up (or lagged) and was stopped by the fence, the
+	// event the one-writer guarantee exists for. Exported as
+	// matchgrain_store_fenced_writes_total; any value above zero means a
+	// member was frozen, partitioned or too slow for its peers.
+	fenced atomic.Int64
+}
+
+// FencedWrites returns how many writes the epoch fence refused so far
+// (matchgrain_store_fenced_writes_total).
+func (m *Metrics) FencedWrites() int64 {
+	if m == nil {
+		return 0
+	}
+	return m.fenced.Load()
 }
 
 // observeFenced counts a write that err says the fence refused.
 func (m *Metrics) observeFenced(err error) {
 	if m != nil && errors.Is(err, persistence.ErrFenced) {
-		m.FencedWrites.Add(1)
+		m.fenced.Add(1)
 	}
+}
+
+// NewMetrics creates the grains' collectors and registers them with reg
+// (matchd passes the registry its edge serves at /metrics; tests pass
+// prometheus.NewRegistry()).
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		ActiveGrains: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "matchgrain_grains_active", Help: "Match activations running on this member.",
+		}),
+		IntentsAccepted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "matchgrain_grain_intents_accepted_total", Help: "Intents accepted and made durable.",
+		}),
+		IntentsRejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "matchgrain_grain_intents_rejected_total", Help: "Intents rejected (nothing changed).",
+		}),
+		Appends: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "matchgrain_store_appends_total", Help: "Command-log appends.",
+		}),
+		AppendErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "matchgrain_store_append_errors_total", Help: "Command-log appends that failed or were fenced.",
+		}),
+		// A counter named _sum, kept from the first exposition so that
+		// existing dashboards keep working; the histogram below is the one to
+		// use for latency percentiles.
+		AppendSeconds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "matchgrain_store_append_seconds_sum", Help: "Total time spent in command-log appends.",
+		}),
+		AppendDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "matchgrain_store_append_duration_seconds", Help: "Latency of command-log appends (the intent waits for it).",
+			Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5},
+		}),
+	}
+	fenced := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "matchgrain_store_fenced_writes_total", Help: "Writes of stale activations refused by the epoch fence.",
+	}, func() float64 { return float64(m.fenced.Load()) })
+	for _, c := range []prometheus.Collector{m.ActiveGrains, m.IntentsAccepted, m.IntentsRejected,
+		m.Appends, m.AppendErrors, m.AppendSeconds, m.AppendDuration, fenced} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register grain metrics: %w", err)
+		}
+	}
+	return m, nil
 }
 
 func (m *Metrics) observeAppend(d time.Duration, err error) {
-	m.Appends.Add(1)
-	m.AppendMicros.Add(d.Microseconds())
+	m.Appends.Inc()
+	m.AppendSeconds.Add(d.Seconds())
+	m.AppendDuration.Observe(d.Seconds())
 	if err != nil {
-		m.AppendErrors.Add(1)
+		m.AppendErrors.Inc()
 	}
-}
-
-// WritePrometheus writes the counters in the Prometheus text format.
-func (m *Metrics) WritePrometheus(w io.Writer) error {
-	rows := []struct {
-		name, kind, help string
-		v                int64
-	}{
-		{"matchgrain_grains_active", "gauge", "Match activations running on this member.", m.ActiveGrains.Load()},
-		{"matchgrain_grain_intents_accepted_total", "counter", "Intents accepted and made durable.", m.IntentsAccepted.Load()},
-		{"matchgrain_grain_intents_rejected_total", "counter", "Intents rejected (nothing changed).", m.IntentsRejected.Load()},
-		{"matchgrain_store_appends_total", "counter", "Command-log appends.", m.Appends.Load()},
-		{"matchgrain_store_append_errors_total", "counter", "Command-log appends that failed or were fenced.", m.AppendErrors.Load()},
-		{"matchgrain_store_append_seconds_sum", "counter", "Total time spent in command-log appends.", 0},
-		{"matchgrain_store_fenced_writes_total", "counter", "Writes of stale activations refused by the epoch fence.", m.FencedWrites.Load()},
-	}
-	for _, r := range rows {
-		if _, err := fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", r.name, r.help, r.name, r.kind); err != nil {
-			return err
-		}
-		var err error
-		if r.name == "matchgrain_store_append_seconds_sum" {
-			_, err = fmt.Fprintf(w, "%s %.6f\n", r.name, float64(m.AppendMicros.Load())/1e6)
-		} else {
-			_, err = fmt.Fprintf(w, "%s %d\n", r.name, r.v)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }

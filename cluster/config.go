@@ -74,6 +74,9 @@ type Config struct {
 	// FailureDetection tunes memberlist's failure detector, which is the only
 	// one: it decides the failover time.
 	FailureDetection FailureDetection
+	// Security encrypts and authenticates gossip and the remote; a member
+	// with a non-loopback address refuses to start without it (see Security).
+	Security Security
 	// Logger receives this package's logs, memberlist's (at their own level,
 	// ERR lines as WARN) and protoactor's (WARN and above only). Default
 	// slog.Default().
@@ -280,6 +283,9 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Security.ReloadInterval == 0 {
+		c.Security.ReloadInterval = DefaultSecretsReload
+	}
 	c.FailureDetection = c.FailureDetection.withDefaults()
 	return c
 }
@@ -353,7 +359,13 @@ func (c Config) Validate() error {
 	if c.Retry.Initial > c.Retry.Max {
 		return fmt.Errorf("%w: Retry.Initial (%v) must not exceed Retry.Max (%v)", ErrInvalidConfig, c.Retry.Initial, c.Retry.Max)
 	}
-	return c.FailureDetection.validate()
+	if err := c.FailureDetection.validate(); err != nil {
+		return err
+	}
+	if err := c.Security.validate(); err != nil {
+		return err
+	}
+	return c.checkExposure()
 }
 
 // splitHostPort parses "host:port"; port 0 is accepted only when zeroOK.

@@ -32,7 +32,26 @@ func TestConfigValidate(t *testing.T) {
 			c.RemoteAddr = "0.0.0.0:8090"
 			c.AdvertiseRemoteAddr = "node-1.example:8090"
 			c.Kinds = []*pcluster.Kind{kind}
+			c.Security = Security{GossipKeys: [][]byte{make([]byte, 32)}, TLS: &TLSFiles{CertFile: "c", KeyFile: "k", CAFile: "ca"}}
 		}, ""},
+		{"exposed without key or TLS", func(c *Config) { c.GossipAddr = "10.0.0.1:7946" },
+			`cluster: invalid config: unprotected member on a non-loopback address: 10.0.0.1:7946 not loopback and no gossip key and no remote TLS files: set them, or set Insecure (--insecure-cluster) on a network only members can reach`},
+		{"advertised without TLS", func(c *Config) {
+			c.AdvertiseRemoteAddr = "node-1.example:8090"
+			c.Security.GossipKeyFile = "keys"
+		}, `cluster: invalid config: unprotected member on a non-loopback address: node-1.example:8090 not loopback and no remote TLS files: set them, or set Insecure (--insecure-cluster) on a network only members can reach`},
+		{"exposed but insecure on purpose", func(c *Config) {
+			c.GossipAddr = "0.0.0.0:7946"
+			c.Security.Insecure = true
+		}, ""},
+		{"localhost and ::1 are loopback", func(c *Config) { c.RemoteAddr = "localhost:0"; c.GossipAddr = "[::1]:0" }, ""},
+		{"keys and key file", func(c *Config) {
+			c.Security = Security{GossipKeys: [][]byte{make([]byte, 16)}, GossipKeyFile: "f"}
+		}, "cluster: invalid config: set Security.GossipKeys or Security.GossipKeyFile, not both"},
+		{"short gossip key", func(c *Config) { c.Security.GossipKeys = [][]byte{make([]byte, 20)} },
+			"cluster: invalid config: Security.GossipKeys[0]: key is 20 bytes, want 16, 24 or 32"},
+		{"partial TLS", func(c *Config) { c.Security.TLS = &TLSFiles{CertFile: "c"} },
+			"cluster: invalid config: Security.TLS needs CertFile, KeyFile and CAFile"},
 		{"no cluster name", func(c *Config) { c.ClusterName = "" },
 			"cluster: invalid config: ClusterName is required"},
 		{"long cluster name", func(c *Config) { c.ClusterName = strings.Repeat("x", 256) },

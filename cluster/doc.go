@@ -30,6 +30,12 @@
 //     view; Reclaimer uses it to wake the grains this member owns that a
 //     caller-supplied List says should be active, so orphaned grains come
 //     back after a crash without any client.
+//   - Security (security.go) keeps strangers out: memberlist gossip is
+//     encrypted and authenticated with a keyring (rotated in place from a
+//     key file), the protoactor remote runs over mutual TLS with files
+//     reloaded on change, and Start refuses a member that listens or
+//     advertises on a non-loopback address without both unless told it is
+//     insecure on purpose (docs/security.md).
 //   - Node.Leave is the graceful drain; Node.Kill simulates a crash in tests;
 //     Node.Evicted reports that peers declared this live member dead.
 //

@@ -71,6 +71,8 @@ func counterKind() *pcluster.Kind {
 const (
 	cmdInc  = "inc"  // arg: "identity" or "identity by"; result: JSON Count
 	cmdLoad = "load" // arg: JSON loadArgs; result: JSON loadResult
+	cmdKeys = "keys" // result: comma-separated gossip key fingerprints, primary first
+	cmdPID  = "pid"  // arg: counter identity; result: "address id" of its activation
 )
 
 // envReclaim lists the identities a member's reclaimer should keep active
@@ -86,6 +88,8 @@ func TestHelperMember(t *testing.T) {
 		Handlers: map[string]clustertest.MemberHandler{
 			cmdInc:  incHandler,
 			cmdLoad: loadHandler,
+			cmdKeys: keysHandler,
+			cmdPID:  pidHandler,
 		},
 		OnStart: startTestReclaimer,
 	})

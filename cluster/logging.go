@@ -6,6 +6,8 @@ import (
 	"log"
 	"log/slog"
 	"strings"
+	"sync"
+	"time"
 )
 
 // memberlistLog adapts memberlist's line logger ("[LEVEL] memberlist: msg")
@@ -13,7 +15,30 @@ import (
 // a peer that is dying, an expected part of failover, so they become WARN.
 type memberlistLog struct {
 	log *slog.Logger
+
+	mu            sync.Mutex // guards the refusal rate limit below
+	lastRefusal   time.Time
+	suppressedRef int
 }
+
+// RefusedGossipMsg is the message of the WARN line logged when gossip from
+// a process without this cluster's key (or with another cluster's label) is
+// dropped. At most one such line a second is logged; "suppressed" counts the
+// refusals left out since the previous one, so a flood cannot fill the log.
+const RefusedGossipMsg = "cluster: refused gossip from a process without this cluster's key or label"
+
+// refusalMarkers are the memberlist messages that mean "not one of us".
+var refusalMarkers = []string{
+	"no installed keys could decrypt the message",
+	"encryption is configured but remote state is not encrypted",
+	"Decrypt packet failed",
+	"with unacceptable label",
+	"cannot decrypt empty payload",
+	"unsupported encryption version",
+	"payload is too small to decrypt",
+}
+
+const refusalLogEvery = time.Second
 
 // newMemberlistLogger returns a *log.Logger for memberlist.Config.Logger
 // (without prefix or timestamp: slog adds its own).
@@ -42,8 +67,32 @@ func (w *memberlistLog) Write(p []byte) (int, error) {
 		}
 	}
 	line = strings.TrimPrefix(line, "memberlist: ")
+	for _, m := range refusalMarkers {
+		if strings.Contains(line, m) {
+			w.refused(line)
+			return len(p), nil
+		}
+	}
 	w.log.Log(context.Background(), level, line)
 	return len(p), nil
+}
+
+func (w *memberlistLog) refused(line string) {
+	peer := ""
+	if i := strings.LastIndex(line, "from="); i >= 0 {
+		peer = strings.TrimSpace(line[i+len("from="):])
+	}
+	w.mu.Lock()
+	now := time.Now()
+	if now.Sub(w.lastRefusal) < refusalLogEvery {
+		w.suppressedRef++
+		w.mu.Unlock()
+		return
+	}
+	suppressed := w.suppressedRef
+	w.lastRefusal, w.suppressedRef = now, 0
+	w.mu.Unlock()
+	w.log.Warn(RefusedGossipMsg, slog.String("peer", peer), slog.String("detail", line), slog.Int("suppressed", suppressed))
 }
 
 // protoactorNoise lists protoactor log messages that repeat, several times a

@@ -16,6 +16,7 @@ import (
 	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/hashicorp/memberlist"
+	"google.golang.org/grpc"
 )
 
 // ErrStopped is returned by Request once Leave or Kill has begun.
@@ -57,6 +58,9 @@ type Node struct {
 
 	stopped  atomic.Bool
 	stopOnce sync.Once
+	quit     chan struct{} // closed when Leave or Kill begins; stops the secrets reloader
+
+	reloader *secretsReloader // nil without key or TLS files
 }
 
 // topology is an immutable snapshot of the published cluster topology.
@@ -82,6 +86,7 @@ func Start(cfg Config) (*Node, error) {
 		changed: make(chan struct{}),
 		lost:    make(chan struct{}),
 		evicted: make(chan struct{}),
+		quit:    make(chan struct{}),
 	}
 	n.topo.Store(&topology{rdv: pcluster.NewRendezvous()})
 
@@ -98,14 +103,16 @@ func Start(cfg Config) (*Node, error) {
 	// during StartMember.
 	n.sub = n.system.EventStream.Subscribe(n.onEvent)
 
+	n.reloader = &secretsReloader{log: log, interval: cfg.Security.ReloadInterval, keyFile: cfg.Security.GossipKeyFile}
 	mlc, err := n.memberlistConfig()
 	if err != nil {
 		return nil, err
 	}
-	rc, err := remoteConfig(cfg)
+	rc, err := n.remoteConfig()
 	if err != nil {
 		return nil, err
 	}
+	n.logSecurity()
 	n.prov = newProvider(mlc, cfg.Join, cfg.TopologyRepublish, cfg.LeaveTimeout, log, n.afterPublish, n.markEvicted)
 	ccfg := pcluster.Configure(cfg.ClusterName, n.prov, disthash.New(), rc,
 		pcluster.WithKinds(cfg.Kinds...),
@@ -115,6 +122,9 @@ func Start(cfg Config) (*Node, error) {
 	n.c = pcluster.New(n.system, ccfg)
 	if err := n.startMember(); err != nil {
 		return nil, fmt.Errorf("cluster: start member %q: %w", cfg.NodeName, err)
+	}
+	if n.reloader.keys != nil || n.reloader.certs != nil {
+		go n.reloader.run(n.quit)
 	}
 	return n, nil
 }
@@ -168,10 +178,43 @@ func (n *Node) memberlistConfig() (*memberlist.Config, error) {
 	}
 	n.cfg.FailureDetection.apply(c)
 	c.Logger = newMemberlistLogger(n.log)
+	if n.cfg.Security.gossipKeyed() {
+		keys, err := n.cfg.Security.loadGossipKeys()
+		if err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+		if n.cfg.Security.GossipKeyFile != "" {
+			n.reloader.keys = &fileWatcher{files: []string{n.cfg.Security.GossipKeyFile}}
+			if _, err := n.reloader.keys.changed(); err != nil { // remember what was loaded
+				return nil, fmt.Errorf("cluster: %w", err)
+			}
+		}
+		ring, err := memberlist.NewKeyring(keys[1:], keys[0])
+		if err != nil {
+			return nil, fmt.Errorf("cluster: gossip keyring: %w", err)
+		}
+		// GossipVerifyIncoming and -Outgoing stay true (the default): a
+		// plaintext or wrongly keyed packet or stream is dropped.
+		c.Keyring, n.reloader.ring = ring, ring
+	}
 	return c, nil
 }
 
-func remoteConfig(cfg Config) (*remote.Config, error) {
+// logSecurity says once, at start, how members are protected.
+func (n *Node) logSecurity() {
+	sec := n.cfg.Security
+	if exposed := n.cfg.exposedAddrs(); len(exposed) > 0 && (!sec.gossipKeyed() || sec.TLS == nil) {
+		n.log.Error("cluster: INSECURE member: gossip or remote reachable from other machines without encryption; "+
+			"anyone who reaches these ports can join the cluster and send any message to any match",
+			slog.Any("exposed", exposed), slog.Bool("gossip_key", sec.gossipKeyed()), slog.Bool("remote_tls", sec.TLS != nil))
+		return
+	}
+	n.log.Info("cluster: member protection", slog.Bool("gossip_key", sec.gossipKeyed()), slog.Bool("remote_tls", sec.TLS != nil),
+		slog.Bool("loopback_only", len(n.cfg.exposedAddrs()) == 0))
+}
+
+func (n *Node) remoteConfig() (*remote.Config, error) {
+	cfg := n.cfg
 	host, port, err := splitHostPort("RemoteAddr", cfg.RemoteAddr, true)
 	if err != nil {
 		return nil, err
@@ -180,6 +223,21 @@ func remoteConfig(cfg Config) (*remote.Config, error) {
 	if cfg.AdvertiseRemoteAddr != "" {
 		// protoactor uses the advertised host verbatim as the full address.
 		opts = append(opts, remote.WithAdvertisedHost(cfg.AdvertiseRemoteAddr))
+	}
+	if tf := cfg.Security.TLS; tf != nil {
+		src := &tlsSource{files: *tf}
+		if err := src.load(); err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+		n.reloader.tls = src
+		n.reloader.certs = &fileWatcher{files: []string{tf.CertFile, tf.KeyFile, tf.CAFile}}
+		if _, err := n.reloader.certs.changed(); err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+		creds := mtlsCreds{src: src}
+		opts = append(opts,
+			remote.WithServerOptions(grpc.Creds(creds), grpc.ConnectionTimeout(remoteHandshakeTimeout)),
+			remote.WithDialOptions(grpc.WithTransportCredentials(creds)))
 	}
 	rc := remote.Configure(host, port, opts...)
 	rc.MaxRetryCount = remoteMaxRetryCount
@@ -356,6 +414,7 @@ func (n *Node) Leave(ctx context.Context) error {
 	n.stopOnce.Do(func() {
 		first = true
 		n.stopped.Store(true)
+		close(n.quit)
 	})
 	if !first {
 		return nil
@@ -390,6 +449,7 @@ func (n *Node) Leave(ctx context.Context) error {
 func (n *Node) Kill() {
 	n.stopOnce.Do(func() {
 		n.stopped.Store(true)
+		close(n.quit)
 		n.system.Shutdown()
 		n.c.Remote.Shutdown(false)
 		if err := n.prov.Shutdown(false); err != nil {
@@ -397,4 +457,13 @@ func (n *Node) Kill() {
 		}
 		n.system.EventStream.Unsubscribe(n.sub)
 	})
+}
+
+// GossipKeys returns the fingerprints (KeyFingerprint) of the installed
+// gossip keys, the one that encrypts first; nil without a keyring.
+func (n *Node) GossipKeys() []string {
+	if n.reloader.ring == nil {
+		return nil
+	}
+	return fingerprints(n.reloader.ring.GetKeys())
 }

@@ -117,10 +117,20 @@ func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) int {
 }
 
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) int {
-	if err := s.metrics.serveHTTP(w, r, s.cfg.ExtraMetrics); err != nil {
-		s.log.Debug("edge: metrics", "err", err)
-	}
-	return http.StatusOK
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	s.metricsHandler.ServeHTTP(rec, r)
+	return rec.status
+}
+
+// statusRecorder remembers the status a handler wrote, for the request counter.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
 }
 
 // apiHandler runs a JSON endpoint: it bounds the call's time, and turns a

@@ -207,7 +207,7 @@ func TestAPIFlow(t *testing.T) {
 		`matchgrain_edge_matches_created_total`,
 		`matchgrain_edge_tickets_issued_total`,
 		`matchgrain_edge_connections{transport="ws"}`,
-		`matchgrain_http_requests_total{route="api_tickets",code="200"}`,
+		`matchgrain_http_requests_total{code="200",route="api_tickets"}`,
 	} {
 		if v, err := h.metric(series); err != nil || v < 1 {
 			t.Errorf("%s = %v (%v)", series, v, err)

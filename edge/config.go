@@ -3,11 +3,12 @@ package edge
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/matchgrain/matchgrain/protocol"
 )
@@ -86,9 +87,11 @@ type Config struct {
 	// MaxBodyBytes bounds an HTTP API request body (default 64 KiB).
 	MaxBodyBytes int64
 
-	// ExtraMetrics, if set, appends more metrics in the Prometheus text
-	// format to GET /metrics (matchd adds the match grains' counters).
-	ExtraMetrics func(w io.Writer) error
+	// Registry receives the edge's metrics and is what GET /metrics serves,
+	// so a node registers all its collectors in it (matchd adds the match
+	// grains' metrics). Nil: a registry of its own from NewRegistry. Two
+	// Servers must not share one (their metric names would collide).
+	Registry *prometheus.Registry
 
 	// Logger receives the edge's logs (default slog.Default()). Tickets and
 	// frame contents are never logged.
@@ -147,6 +150,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Registry == nil {
+		c.Registry = NewRegistry()
 	}
 	return c
 }

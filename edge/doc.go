@@ -41,7 +41,7 @@
 //	POST /api/game/tickets {"matchId","seat"} → 200 {"ticket","matchId","seat","expiresAt" (Unix ms)}
 //	GET  /api/decks        → 200 {"decks":[{"id","name","cards"}]}
 //	GET  /healthz          → 200 {"status":"ok"}, 503 while shutting down
-//	GET  /metrics          → Prometheus text format
+//	GET  /metrics          → Prometheus text format (Config.Registry)
 //
 // /api/* needs "Authorization: Bearer <admin token>". Errors are
 // {"error":"<code>","message":"<text>"} with 400, 401, 404, 405, 413, 500 or

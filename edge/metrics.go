@@ -2,12 +2,10 @@ package edge
 
 import (
 	"fmt"
-	"io"
-	"net/http"
-	"sort"
 	"strconv"
-	"sync"
-	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/matchgrain/matchgrain/protocol"
 )
@@ -42,38 +40,100 @@ var rejectCodeNames = [...]string{
 	protocol.RejectStale:         "stale",
 }
 
-// metrics are the edge's counters and gauges, written in the Prometheus text
-// format by hand. Every field is updated atomically; the HTTP request
-// counter, whose label set is open, is behind a mutex.
+// metrics are the edge's Prometheus collectors. The label values of every
+// bounded label are created up front, so each series is exported from the
+// start (at 0) and dashboards see it before the first event; the hot path
+// uses the pre-resolved children and never looks a label up.
 type metrics struct {
-	connections      [2]atomic.Int64
-	connectionsTotal [2]atomic.Uint64
-	framesIn         [2]atomic.Uint64
-	framesOut        [2]atomic.Uint64
-	bytesIn          [2]atomic.Uint64
-	bytesOut         [2]atomic.Uint64
-	closes           [reasonCount]atomic.Uint64
-	intents          [intentCount]atomic.Uint64
-	intentResults    [len(rejectCodeNames) + 1]atomic.Uint64 // last: unrecognised code
-	duplicates       atomic.Uint64
-	ticketsIssued    atomic.Uint64
-	matchesCreated   atomic.Uint64
-
-	httpMu   sync.Mutex
-	httpReqs map[httpKey]uint64
+	connections      [2]prometheus.Gauge
+	connectionsTotal [2]prometheus.Counter
+	framesIn         [2]prometheus.Counter
+	framesOut        [2]prometheus.Counter
+	bytesIn          [2]prometheus.Counter
+	bytesOut         [2]prometheus.Counter
+	closes           [reasonCount]prometheus.Counter
+	intents          [intentCount]prometheus.Counter
+	intentResults    [len(rejectCodeNames) + 1]prometheus.Counter // last: unrecognised code
+	duplicates       prometheus.Counter
+	ticketsIssued    prometheus.Counter
+	matchesCreated   prometheus.Counter
+	httpReqs         *prometheus.CounterVec
 }
 
-type httpKey struct {
-	route string
-	code  int
+// newMetrics creates the edge's collectors and registers them with reg. The
+// names, types and labels are a contract with dashboards and alerts
+// (deploy/observability): add metrics, never rename or retype one.
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{}
+	perTransport := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"transport"})
+	}
+	conns := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "matchgrain_edge_connections", Help: "Open game connections.",
+	}, []string{"transport"})
+	vecs := []struct {
+		vec *prometheus.CounterVec
+		dst *[2]prometheus.Counter
+	}{
+		{perTransport("matchgrain_edge_connections_total", "Game connections accepted."), &m.connectionsTotal},
+		{perTransport("matchgrain_edge_frames_in_total", "Frames received from clients."), &m.framesIn},
+		{perTransport("matchgrain_edge_frames_out_total", "Frames written to clients."), &m.framesOut},
+		{perTransport("matchgrain_edge_bytes_in_total", "Frame payload bytes received from clients."), &m.bytesIn},
+		{perTransport("matchgrain_edge_bytes_out_total", "Frame payload bytes written to clients."), &m.bytesOut},
+	}
+	collectors := []prometheus.Collector{conns}
+	for i, t := range transportNames {
+		m.connections[i] = conns.WithLabelValues(t)
+		for _, v := range vecs {
+			v.dst[i] = v.vec.WithLabelValues(t)
+		}
+	}
+	for _, v := range vecs {
+		collectors = append(collectors, v.vec)
+	}
+	closes := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "matchgrain_edge_closes_total", Help: "Connections closed, by reason.",
+	}, []string{"reason"})
+	for r := CloseReason(1); r < reasonCount; r++ {
+		m.closes[r] = closes.WithLabelValues(r.String())
+	}
+	m.closes[0] = closes.WithLabelValues(CloseReason(0).String())
+	intents := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "matchgrain_edge_intents_total", Help: "Client intents, by what the edge did with them.",
+	}, []string{"result"})
+	for i, n := range intentResultNames {
+		m.intents[i] = intents.WithLabelValues(n)
+	}
+	results := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "matchgrain_edge_intent_results_total", Help: "Intent results sent to clients, by code.",
+	}, []string{"code"})
+	for i, n := range rejectCodeNames {
+		m.intentResults[i] = results.WithLabelValues(n)
+	}
+	m.intentResults[len(rejectCodeNames)] = results.WithLabelValues("other")
+	m.duplicates = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "matchgrain_edge_intent_duplicates_total", Help: "Intent results sent with duplicate=true.",
+	})
+	m.ticketsIssued = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "matchgrain_edge_tickets_issued_total", Help: "Tickets issued by the HTTP API.",
+	})
+	m.matchesCreated = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "matchgrain_edge_matches_created_total", Help: "Matches created by the HTTP API.",
+	})
+	m.httpReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "matchgrain_http_requests_total", Help: "HTTP requests, by route and status code.",
+	}, []string{"route", "code"})
+	collectors = append(collectors, closes, intents, results, m.duplicates, m.ticketsIssued, m.matchesCreated, m.httpReqs)
+	for _, c := range collectors {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register edge metrics: %w", err)
+		}
+	}
+	return m, nil
 }
-
-func newMetrics() *metrics { return &metrics{httpReqs: make(map[httpKey]uint64)} }
 
 func (m *metrics) httpRequest(route string, code int) {
-	m.httpMu.Lock()
-	m.httpReqs[httpKey{route, code}]++
-	m.httpMu.Unlock()
+	m.httpReqs.WithLabelValues(route, strconv.Itoa(code)).Inc()
 }
 
 // observeOutbound counts the intent results among frames going to a client.
@@ -146,96 +206,11 @@ func peekIntentResult(b []byte) (code protocol.IntentRejectCode, dup bool, ok bo
 	return code, dup, true
 }
 
-// write renders every metric in the Prometheus text exposition format.
-func (m *metrics) write(w io.Writer) error {
-	ew := &errWriter{w: w}
-	gauge := func(name, help string) { ew.printf("# HELP %s %s\n# TYPE %s gauge\n", name, help, name) }
-	counter := func(name, help string) { ew.printf("# HELP %s %s\n# TYPE %s counter\n", name, help, name) }
-
-	gauge("matchgrain_edge_connections", "Open game connections.")
-	for i, t := range transportNames {
-		ew.printf("matchgrain_edge_connections{transport=%q} %d\n", t, m.connections[i].Load())
-	}
-	perTransport := []struct {
-		name, help string
-		v          *[2]atomic.Uint64
-	}{
-		{"matchgrain_edge_connections_total", "Game connections accepted.", &m.connectionsTotal},
-		{"matchgrain_edge_frames_in_total", "Frames received from clients.", &m.framesIn},
-		{"matchgrain_edge_frames_out_total", "Frames written to clients.", &m.framesOut},
-		{"matchgrain_edge_bytes_in_total", "Frame payload bytes received from clients.", &m.bytesIn},
-		{"matchgrain_edge_bytes_out_total", "Frame payload bytes written to clients.", &m.bytesOut},
-	}
-	for _, c := range perTransport {
-		counter(c.name, c.help)
-		for i, t := range transportNames {
-			ew.printf("%s{transport=%q} %d\n", c.name, t, c.v[i].Load())
-		}
-	}
-	counter("matchgrain_edge_closes_total", "Connections closed, by reason.")
-	for r := CloseReason(1); r < reasonCount; r++ {
-		ew.printf("matchgrain_edge_closes_total{reason=%q} %d\n", r.String(), m.closes[r].Load())
-	}
-	counter("matchgrain_edge_intents_total", "Client intents, by what the edge did with them.")
-	for i, n := range intentResultNames {
-		ew.printf("matchgrain_edge_intents_total{result=%q} %d\n", n, m.intents[i].Load())
-	}
-	counter("matchgrain_edge_intent_results_total", "Intent results sent to clients, by code.")
-	for i, n := range rejectCodeNames {
-		ew.printf("matchgrain_edge_intent_results_total{code=%q} %d\n", n, m.intentResults[i].Load())
-	}
-	ew.printf("matchgrain_edge_intent_results_total{code=\"other\"} %d\n", m.intentResults[len(rejectCodeNames)].Load())
-	counter("matchgrain_edge_intent_duplicates_total", "Intent results sent with duplicate=true.")
-	ew.printf("matchgrain_edge_intent_duplicates_total %d\n", m.duplicates.Load())
-	counter("matchgrain_edge_tickets_issued_total", "Tickets issued by the HTTP API.")
-	ew.printf("matchgrain_edge_tickets_issued_total %d\n", m.ticketsIssued.Load())
-	counter("matchgrain_edge_matches_created_total", "Matches created by the HTTP API.")
-	ew.printf("matchgrain_edge_matches_created_total %d\n", m.matchesCreated.Load())
-
-	counter("matchgrain_http_requests_total", "HTTP requests, by route and status code.")
-	m.httpMu.Lock()
-	keys := make([]httpKey, 0, len(m.httpReqs))
-	for k := range m.httpReqs {
-		keys = append(keys, k)
-	}
-	vals := make(map[httpKey]uint64, len(keys))
-	for _, k := range keys {
-		vals[k] = m.httpReqs[k]
-	}
-	m.httpMu.Unlock()
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].route != keys[j].route {
-			return keys[i].route < keys[j].route
-		}
-		return keys[i].code < keys[j].code
-	})
-	for _, k := range keys {
-		ew.printf("matchgrain_http_requests_total{route=%q,code=\"%s\"} %d\n", k.route, strconv.Itoa(k.code), vals[k])
-	}
-	return ew.err
-}
-
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) printf(format string, args ...any) {
-	if e.err != nil {
-		return
-	}
-	_, e.err = fmt.Fprintf(e.w, format, args...)
-}
-
-func (m *metrics) serveHTTP(w http.ResponseWriter, _ *http.Request, extra func(io.Writer) error) error {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	if err := m.write(w); err != nil {
-		return fmt.Errorf("write metrics: %w", err)
-	}
-	if extra != nil {
-		if err := extra(w); err != nil {
-			return fmt.Errorf("write extra metrics: %w", err)
-		}
-	}
-	return nil
+// NewRegistry returns a Prometheus registry with the standard Go runtime and
+// process collectors, for Config.Registry. Every part of a node registers its
+// collectors in the one registry the edge serves at /metrics.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
 }

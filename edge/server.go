@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // ErrServerClosed is returned by ServeTCP after Shutdown.
@@ -26,6 +27,8 @@ type Server struct {
 	tickets *Ticketer
 	log     *slog.Logger
 	metrics *metrics
+	// metricsHandler serves cfg.Registry at GET /metrics.
+	metricsHandler http.Handler
 
 	upgrader  websocket.Upgrader
 	origins   map[string]bool
@@ -53,12 +56,19 @@ func New(cfg Config, matches Matches) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("edge config: %w", err)
 	}
+	m, err := newMetrics(cfg.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("edge config: %w", err)
+	}
 	s := &Server{
+		metrics: m,
+		metricsHandler: promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{
+			ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn), ErrorHandling: promhttp.ContinueOnError,
+		}),
 		cfg:       cfg,
 		matches:   matches,
 		tickets:   tickets,
 		log:       cfg.Logger,
-		metrics:   newMetrics(),
 		origins:   make(map[string]bool),
 		sessions:  make(map[*session]struct{}),
 		listeners: make(map[net.Listener]struct{}),
@@ -122,13 +132,14 @@ func (s *Server) serveGame(w http.ResponseWriter, r *http.Request) int {
 		writeError(w, http.StatusForbidden, "origin_not_allowed", "origin not allowed")
 		return http.StatusForbidden
 	}
-	c, err := s.upgrader.Upgrade(w, r, nil)
+	cw := &corkingWriter{ResponseWriter: w}
+	c, err := s.upgrader.Upgrade(cw, r, nil)
 	if err != nil {
 		// Upgrade has written the HTTP error response.
 		s.log.Debug("edge: websocket upgrade failed", "remote", r.RemoteAddr, "err", err)
 		return http.StatusBadRequest
 	}
-	s.startSession(newWSTransport(c))
+	s.startSession(newWSTransport(c, cw.conn))
 	return http.StatusSwitchingProtocols
 }
 

@@ -187,7 +187,7 @@ func (s *session) readLoop() {
 func (s *session) countIn(n int) {
 	m := s.srv.metrics
 	m.framesIn[s.t.kind()].Add(1)
-	m.bytesIn[s.t.kind()].Add(uint64(n))
+	m.bytesIn[s.t.kind()].Add(float64(n))
 }
 
 // readErrorReason classifies a read error; onTimeout is the reason for a
@@ -443,12 +443,12 @@ func (s *session) write(batch [][]byte) bool {
 	}
 	n, err := s.t.writeFrames(batch, time.Now().Add(s.cfg.WriteTimeout))
 	k := s.t.kind()
-	s.srv.metrics.bytesOut[k].Add(uint64(n))
+	s.srv.metrics.bytesOut[k].Add(float64(n))
 	if err != nil {
 		s.shutdown(ReasonWriteFailed)
 		return false
 	}
-	s.srv.metrics.framesOut[k].Add(uint64(len(batch)))
+	s.srv.metrics.framesOut[k].Add(float64(len(batch)))
 	return true
 }
 
@@ -464,11 +464,11 @@ func (s *session) goodbye(batch [][]byte) {
 	s.out.close()
 	if len(batch) > 0 {
 		n, err := s.t.writeFrames(batch, deadline)
-		s.srv.metrics.bytesOut[s.t.kind()].Add(uint64(n))
+		s.srv.metrics.bytesOut[s.t.kind()].Add(float64(n))
 		if err != nil {
 			return
 		}
-		s.srv.metrics.framesOut[s.t.kind()].Add(uint64(len(batch)))
+		s.srv.metrics.framesOut[s.t.kind()].Add(float64(len(batch)))
 	}
 	var errFrame []byte
 	if ef, ok := r.errorFrame(s.tcp, s.lastSeq()); ok {

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -77,30 +78,48 @@ type Ticket struct {
 
 // Ticketer issues and verifies tickets. It is safe for concurrent use.
 type Ticketer struct {
-	key        []byte
-	verifyKeys [][]byte
-	ttl        time.Duration
+	keys atomic.Pointer[ticketKeys]
+	ttl  time.Duration
+}
+
+// ticketKeys is one immutable key set: SetKeys swaps it whole, so a
+// verification never sees half of a rotation.
+type ticketKeys struct {
+	sign   []byte
+	verify [][]byte // sign first
 }
 
 // NewTicketer returns a Ticketer that signs with key and accepts tickets
 // signed with key or any of previousKeys (for key rotation). Every key must
 // be at least MinTicketKeyLen bytes; ttl must be positive.
 func NewTicketer(key []byte, ttl time.Duration, previousKeys ...[]byte) (*Ticketer, error) {
-	if len(key) < MinTicketKeyLen {
-		return nil, fmt.Errorf("ticket-key must be at least %d bytes", MinTicketKeyLen)
-	}
 	if ttl <= 0 {
 		return nil, errors.New("ticket-ttl must be positive")
 	}
-	t := &Ticketer{key: append([]byte(nil), key...), ttl: ttl}
-	t.verifyKeys = append(t.verifyKeys, t.key)
-	for i, k := range previousKeys {
-		if len(k) < MinTicketKeyLen {
-			return nil, fmt.Errorf("ticket-previous-keys[%d] must be at least %d bytes", i, MinTicketKeyLen)
-		}
-		t.verifyKeys = append(t.verifyKeys, append([]byte(nil), k...))
+	t := &Ticketer{ttl: ttl}
+	if err := t.SetKeys(key, previousKeys...); err != nil {
+		return nil, err
 	}
 	return t, nil
+}
+
+// SetKeys replaces the signing key and the other accepted keys at once, for
+// keys that rotate while the server runs (matchd shares them through the
+// database). The same rules as NewTicketer apply; on error nothing changes.
+func (t *Ticketer) SetKeys(key []byte, previousKeys ...[]byte) error {
+	if len(key) < MinTicketKeyLen {
+		return fmt.Errorf("ticket-key must be at least %d bytes", MinTicketKeyLen)
+	}
+	ks := &ticketKeys{sign: append([]byte(nil), key...)}
+	ks.verify = append(ks.verify, ks.sign)
+	for i, k := range previousKeys {
+		if len(k) < MinTicketKeyLen {
+			return fmt.Errorf("ticket-previous-keys[%d] must be at least %d bytes", i, MinTicketKeyLen)
+		}
+		ks.verify = append(ks.verify, append([]byte(nil), k...))
+	}
+	t.keys.Store(ks)
+	return nil
 }
 
 // TTL is how long issued tickets stay valid.
@@ -131,7 +150,7 @@ func (t *Ticketer) IssueAt(now time.Time, matchID string, seat int) (Ticket, err
 	body = binary.BigEndian.AppendUint64(body, uint64(expMs))
 	body = append(body, byte(seat), byte(len(matchID)))
 	body = append(body, matchID...)
-	body = appendMAC(body, t.key, body)
+	body = appendMAC(body, t.keys.Load().sign, body)
 	return Ticket{
 		Token: base64.RawURLEncoding.EncodeToString(body),
 		Claims: Claims{
@@ -199,7 +218,7 @@ func (t *Ticketer) macMatches(body, mac []byte) bool {
 	var buf [ticketMACLen]byte
 	ok := false
 	// Every key is tried, so the time does not say which one matched.
-	for _, k := range t.verifyKeys {
+	for _, k := range t.keys.Load().verify {
 		want := appendMAC(buf[:0], k, body)
 		if hmac.Equal(want, mac) {
 			ok = true

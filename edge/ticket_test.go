@@ -128,6 +128,41 @@ func TestTicketKeyRotation(t *testing.T) {
 	}
 }
 
+// TestTicketSetKeys: a rotation at run time keeps the tickets in flight
+// valid while the old key is still accepted, and refuses them once it is not.
+func TestTicketSetKeys(t *testing.T) {
+	tk := newTestTicketer(t, keyA)
+	old, err := tk.Issue("m", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tk.SetKeys(keyB, keyA); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := tk.Issue("m", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tk.Verify(old.Token); err != nil {
+		t.Errorf("ticket of the previous key during the overlap: %v", err)
+	}
+	if _, err := newTestTicketer(t, keyB).Verify(fresh.Token); err != nil {
+		t.Errorf("new ticket is not signed with the new key: %v", err)
+	}
+	if err := tk.SetKeys([]byte("short")); err == nil {
+		t.Error("short key accepted")
+	}
+	if err := tk.SetKeys(keyB); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tk.Verify(old.Token); !errors.Is(err, ErrTicketInvalid) {
+		t.Errorf("ticket of a retired key: %v, want ErrTicketInvalid", err)
+	}
+	if _, err := tk.Verify(fresh.Token); err != nil {
+		t.Errorf("ticket of the current key: %v", err)
+	}
+}
+
 func TestTicketIssueErrors(t *testing.T) {
 	tk := newTestTicketer(t, keyA)
 	cases := []struct {

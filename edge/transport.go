@@ -57,11 +57,14 @@ const (
 
 type wsTransport struct {
 	c         *websocket.Conn
+	cork      *corkConn // c's socket; nil when c was not made by serveGame
 	buf       []byte
 	closeOnce sync.Once
 }
 
-func newWSTransport(c *websocket.Conn) *wsTransport { return &wsTransport{c: c} }
+func newWSTransport(c *websocket.Conn, cork *corkConn) *wsTransport {
+	return &wsTransport{c: c, cork: cork}
+}
 
 // readFrame enforces protocol.MaxFrameBytes itself instead of through
 // websocket.Conn.SetReadLimit: gorilla answers its own limit with a close
@@ -132,16 +135,32 @@ func (t *wsTransport) drain() {
 	}
 }
 
+// writeFrames sends the batch as one write system call: gorilla frames each
+// message into the corked connection's buffer, and uncork writes it.
 func (t *wsTransport) writeFrames(frames [][]byte, deadline time.Time) (int, error) {
 	if err := t.c.SetWriteDeadline(deadline); err != nil {
 		return 0, fmt.Errorf("set write deadline: %w", err)
 	}
+	// Always corked, also for one frame: a frame larger than gorilla's
+	// write buffer would otherwise take two writes (net.Buffers cannot use
+	// writev through a wrapped connection).
+	if t.cork != nil {
+		t.cork.cork()
+	}
 	n := 0
 	for _, f := range frames {
 		if err := t.c.WriteMessage(websocket.BinaryMessage, f); err != nil {
+			if t.cork != nil {
+				_, _ = t.cork.uncork() // the connection is being dropped anyway
+			}
 			return n, fmt.Errorf("write websocket message: %w", err)
 		}
 		n += len(f)
+	}
+	if t.cork != nil {
+		if _, err := t.cork.uncork(); err != nil {
+			return 0, err
+		}
 	}
 	return n, nil
 }

@@ -33,6 +33,8 @@ type bot struct {
 	killEvery int                              // drop the connection every N intents (0: never)
 	think     time.Duration
 	stats     *Stats
+	pace      *pacer          // nil: closed loop (send as soon as decided)
+	ctx       context.Context // the match's; ends a wait for the pacer
 
 	pending    string // intentId awaiting its result
 	sentAt     time.Time
@@ -55,20 +57,58 @@ const minIntentGap = time.Second / 14
 
 // Stats collects intent latencies over many bots; safe for concurrent use.
 type Stats struct {
+	// Observe, if set, sees every intent result and every open-loop tick as
+	// it happens (a load tool's time windows and live progress); it may be
+	// called from many goroutines at once. Set it before the first match.
+	Observe func(Observation)
+
 	mu        sync.Mutex
 	latencies []time.Duration
 	intents   int
 	rejected  int
+	ticks     int
+	skipped   int
+}
+
+// Observation is one intent result (Tick false) or one open-loop tick.
+type Observation struct {
+	At       time.Time
+	Tick     bool
+	Skipped  bool          // a tick that found the previous intent in flight or none chosen
+	Latency  time.Duration // send → result
+	Accepted bool
 }
 
 func (st *Stats) add(d time.Duration, accepted bool) {
 	st.mu.Lock()
-	defer st.mu.Unlock()
 	st.latencies = append(st.latencies, d)
 	st.intents++
 	if !accepted {
 		st.rejected++
 	}
+	st.mu.Unlock()
+	if st.Observe != nil {
+		st.Observe(Observation{At: time.Now(), Latency: d, Accepted: accepted})
+	}
+}
+
+func (st *Stats) tick(skipped bool) {
+	st.mu.Lock()
+	st.ticks++
+	if skipped {
+		st.skipped++
+	}
+	st.mu.Unlock()
+	if st.Observe != nil {
+		st.Observe(Observation{At: time.Now(), Tick: true, Skipped: skipped})
+	}
+}
+
+// Ticks returns the open-loop ticks so far and how many were skipped.
+func (st *Stats) Ticks() (ticks, skipped int) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.ticks, st.skipped
 }
 
 // Result is how one bot's match ended.
@@ -144,6 +184,9 @@ func (b *bot) handle(f protocol.ServerFrame) bool {
 		}
 		if b.s.PendingIntents() == 0 {
 			b.pending = ""
+			if b.pace != nil {
+				b.pace.done()
+			}
 		}
 		if f.Resumed {
 			b.resync()
@@ -166,6 +209,9 @@ func (b *bot) handle(f protocol.ServerFrame) bool {
 		if f.IntentID == b.pending {
 			b.stats.add(time.Since(b.sentAt), f.Accepted)
 			b.pending = ""
+			if b.pace != nil {
+				b.pace.done()
+			}
 		}
 		if !f.Accepted && f.Code != protocol.RejectMatchFinished {
 			b.rejected++
@@ -214,8 +260,14 @@ func (b *bot) onSnapshot(v *protocol.MatchView) bool {
 	if wait := minIntentGap - time.Since(b.sentAt); wait > 0 {
 		time.Sleep(wait)
 	}
+	if b.pace != nil && !b.pace.wait(b.ctx) {
+		return false // the match is over for the load tool
+	}
 	id, err := b.s.SendIntent(in)
 	if err != nil {
+		if b.pace != nil {
+			b.pace.done()
+		}
 		b.say("send intent: %v", err)
 		return false
 	}

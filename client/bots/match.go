@@ -36,6 +36,10 @@ type MatchOptions struct {
 	Narrate bool
 	// Stats, if set, collects intent latencies.
 	Stats *Stats
+	// Rate, if positive, plays the match open-loop: Rate intents per second
+	// offered at fixed ticks with a random phase (see pacer); 0 plays as
+	// fast as the bots decide (closed loop).
+	Rate float64
 }
 
 // MatchRun is one match played by two bots.
@@ -98,6 +102,13 @@ func PlayMatch(ctx context.Context, admin *client.Admin, o MatchOptions) (MatchR
 			cancel()
 		}
 	}()
+	var pace *pacer
+	if o.Rate > 0 {
+		pace = newPacer(o.Rate, st)
+		pctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go pace.run(pctx)
+	}
 	var wg sync.WaitGroup
 	var errs [2]error
 	for seat := range 2 {
@@ -111,6 +122,8 @@ func PlayMatch(ctx context.Context, admin *client.Admin, o MatchOptions) (MatchR
 			killEvery: o.KillEvery,
 			think:     o.Think,
 			stats:     st,
+			pace:      pace,
+			ctx:       ctx,
 		}
 		wg.Add(1)
 		go func() {

@@ -27,6 +27,7 @@ const (
 	EnvGossipAddr     = "CLUSTERTEST_GOSSIP_ADDR"
 	EnvRemoteAddr     = "CLUSTERTEST_REMOTE_ADDR"
 	EnvFailureDetect  = "CLUSTERTEST_FAILURE_DETECTION" // JSON cluster.FailureDetection
+	EnvSecurity       = "CLUSTERTEST_SECURITY"          // JSON cluster.Security
 )
 
 // RelaxedFailureDetection returns failure-detection settings for tests that
@@ -82,6 +83,8 @@ type MemberOptions struct {
 	// FailureDetection sets cluster.Config.FailureDetection (zero: the
 	// package defaults; see RelaxedFailureDetection).
 	FailureDetection cluster.FailureDetection
+	// Security sets cluster.Config.Security (gossip keys, remote TLS).
+	Security cluster.Security
 	// Env holds extra KEY=VALUE pairs for the child.
 	Env []string
 }
@@ -135,6 +138,13 @@ func startMember(t testing.TB, opts MemberOptions) (*Member, error) {
 			return nil, fmt.Errorf("clustertest: encode failure detection: %w", err)
 		}
 		env = append(env, EnvFailureDetect+"="+string(fd))
+	}
+	if sec := opts.Security; sec.GossipKeys != nil || sec.GossipKeyFile != "" || sec.TLS != nil || sec.Insecure || sec.ReloadInterval != 0 {
+		b, err := json.Marshal(sec)
+		if err != nil {
+			return nil, fmt.Errorf("clustertest: encode security: %w", err)
+		}
+		env = append(env, EnvSecurity+"="+string(b))
 	}
 	c, err := startChild(t, ChildOptions{Name: opts.Name, TestName: opts.HelperTest, Env: append(env, opts.Env...)})
 	if err != nil {
@@ -282,6 +292,12 @@ func RunMember(spec MemberSpec) {
 	if fd := os.Getenv(EnvFailureDetect); fd != "" {
 		if err := json.Unmarshal([]byte(fd), &cfg.FailureDetection); err != nil {
 			fmt.Fprintf(os.Stderr, "clustertest: %s: %v\n", EnvFailureDetect, err)
+			os.Exit(2)
+		}
+	}
+	if sec := os.Getenv(EnvSecurity); sec != "" {
+		if err := json.Unmarshal([]byte(sec), &cfg.Security); err != nil {
+			fmt.Fprintf(os.Stderr, "clustertest: %s: %v\n", EnvSecurity, err)
 			os.Exit(2)
 		}
 	}

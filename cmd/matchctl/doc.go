@@ -17,7 +17,26 @@
 //	matchctl load --server http://127.0.0.1:8080 --token T --matches 50 [--concurrency 10]
 //
 // plays many matches at once with quiet bots and reports the intent
-// latency (send to result) at p50, p95 and p99.
+// latency (send to result) at p50, p90, p99 and max, the intents per second
+// and, from the node's /metrics (process_cpu_seconds_total and
+// process_resident_memory_bytes), its CPU seconds and peak RSS.
+//
+//	matchctl load ... --matches 1000 --rate 2 --warmup 10s --duration 30s [--json]
+//
+// keeps 1,000 matches running (a finished match is replaced) and measures
+// only after the warm-up. With --rate the load is open-loop: each match ticks
+// R times a second from a random phase and each tick lets the deciding bot
+// send; a tick that finds the previous intent still in flight (or the next
+// one not decided yet) is counted as skipped, never made up later, so a slow
+// server shows as skipped ticks and latency rather than as a lower offered
+// rate. Without --rate the bots play as fast as they decide (closed loop).
+// A progress line goes to stderr every second.
+//
+//	matchctl load ... --idle 10000 [--idle-hold 30s]
+//
+// connects 10,000 sessions (two per new match) that send nothing but the
+// client's keep-alive pings, holds them, and reports the node's RSS growth
+// per connection. docs/performance.md has the numbers and the commands.
 //
 // The admin token can come from $MATCHGRAIN_ADMIN_TOKEN instead of --token.
 package main

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -33,6 +32,11 @@ const usage = `usage:
       create a match and let two bots play it to the end, printing the match
   matchctl load --server http://HOST:PORT --token T --matches N [--concurrency C] [--tcp HOST:PORT] [flags]
       play N matches with bots at once and report intent latency
+  matchctl load ... --matches N --duration D [--rate R] [--warmup W] [--json]
+      keep N matches running for W+D (open loop with --rate: R intents/s per match)
+      and report latency percentiles, skipped ticks and the node's CPU and memory
+  matchctl load ... --idle N [--idle-hold D]
+      hold N connected, silent sessions and report the node's memory per connection
 run "matchctl play -h" or "matchctl load -h" for every flag`
 
 // run is main without the process: it returns the exit code.
@@ -207,73 +211,6 @@ func cmdPlay(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			seat, r.Intents, r.Rejected, r.Reconnects, r.Checked)
 	}
 	fmt.Fprintf(stdout, "bot seed %d\n", c.botSeed)
-	return nil
-}
-
-func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("load", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var c common
-	c.register(fs)
-	n := fs.Int("matches", 10, "matches to play")
-	conc := fs.Int("concurrency", 0, "matches at once (default: all)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := c.check(); err != nil {
-		return err
-	}
-	if *n < 1 {
-		return fmt.Errorf("%w: --matches must be at least 1", errUsage)
-	}
-	if *conc <= 0 || *conc > *n {
-		*conc = *n
-	}
-	log := c.logger(stderr)
-	admin := client.NewAdmin(c.server, c.token, nil)
-	st := &bots.Stats{}
-	opts, err := c.matchOptions(log)
-	if err != nil {
-		return err
-	}
-	opts.Stats = st
-	sem := make(chan struct{}, *conc)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var failures []error
-	events := int64(0)
-	start := time.Now()
-	for i := range *n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			o := opts
-			o.BotSeed = c.botSeed + uint64(i)*2654435761
-			mr, err := bots.PlayMatch(ctx, admin, o)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				failures = append(failures, err)
-				return
-			}
-			events += mr.Results[0].Final.EventSeq
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	lat, intents, rejected := st.Snapshot()
-	slices.Sort(lat)
-	fmt.Fprintf(stdout, "matches: %d played, %d failed, %d at once, %v\n", *n-len(failures), len(failures), *conc, elapsed.Round(time.Millisecond))
-	fmt.Fprintf(stdout, "intents: %d (%d rejected), %.0f/s; events: %d\n", intents, rejected, float64(intents)/elapsed.Seconds(), events)
-	if len(lat) > 0 {
-		fmt.Fprintf(stdout, "intent latency (send → result): p50 %v  p95 %v  p99 %v  max %v\n",
-			pct(lat, 50), pct(lat, 95), pct(lat, 99), lat[len(lat)-1].Round(time.Microsecond))
-	}
-	if len(failures) > 0 {
-		return fmt.Errorf("%d of %d matches failed: %w", len(failures), *n, errors.Join(failures...))
-	}
 	return nil
 }
 

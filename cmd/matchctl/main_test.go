@@ -63,7 +63,7 @@ func TestLoad(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"matches: 6 played, 0 failed", "p50", "p99"} {
+	for _, want := range []string{"6 matches started, 6 finished", "0 errors", "p50", "p90", "p99"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -80,6 +80,10 @@ func TestUsageErrors(t *testing.T) {
 		{"play", "--server", "http://127.0.0.1:1", "--token", ""},
 		{"play", "--server", "http://127.0.0.1:1", "--token", "t", "--kill-every", "-1"},
 		{"load", "--server", "http://127.0.0.1:1", "--token", "t", "--matches", "0"},
+		{"load", "--server", "http://127.0.0.1:1", "--token", "t", "--rate", "2"},
+		{"load", "--server", "http://127.0.0.1:1", "--token", "t", "--rate", "20", "--duration", "1s"},
+		{"load", "--server", "http://127.0.0.1:1", "--token", "t", "--warmup", "1s"},
+		{"load", "--server", "http://127.0.0.1:1", "--token", "t", "--idle", "3"},
 		{"play", "--server", "http://127.0.0.1:1", "--token", "t", "--seed", "x"},
 	}
 	for _, args := range cases {

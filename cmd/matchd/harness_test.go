@@ -86,7 +86,14 @@ const (
 // admin token and ticket key) and waits for its ready line.
 func startProc(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
-	return startProcBuild(t, name, false, args...)
+	return startProcOpts(t, name, procOpts{secrets: true}, args...)
+}
+
+// startProcSecrets is startProc; without secrets the node gets no
+// --admin-token and no --ticket-key and must find them itself.
+func startProcSecrets(t *testing.T, name string, secrets bool, args ...string) *proc {
+	t.Helper()
+	return startProcOpts(t, name, procOpts{secrets: secrets}, args...)
 }
 
 // startProcBuild is startProc with the -race build of matchd if race. Every
@@ -94,12 +101,25 @@ func startProc(t *testing.T, name string, args ...string) *proc {
 // dependency listed in clustertest.AllowedRaces.
 func startProcBuild(t *testing.T, name string, race bool, args ...string) *proc {
 	t.Helper()
+	return startProcOpts(t, name, procOpts{secrets: true, race: race}, args...)
+}
+
+// procOpts choose how startProcOpts starts a node.
+type procOpts struct {
+	secrets bool // pass the shared --admin-token and --ticket-key
+	race    bool // run the -race build
+}
+
+func startProcOpts(t *testing.T, name string, o procOpts, args ...string) *proc {
+	t.Helper()
 	base := []string{
 		"--node-name", name, "--gossip-addr", "127.0.0.1:0", "--remote-addr", "127.0.0.1:0",
-		"--listen", "127.0.0.1:0", "--tcp-listen", "127.0.0.1:0",
-		"--admin-token", testAdminToken, "--ticket-key", testTicketKey, "--log-level", "warn",
+		"--listen", "127.0.0.1:0", "--tcp-listen", "127.0.0.1:0", "--log-level", "warn",
 	}
-	cmd := exec.Command(matchdBin(t, race), append(base, args...)...)
+	if o.secrets {
+		base = append(base, "--admin-token", testAdminToken, "--ticket-key", testTicketKey)
+	}
+	cmd := exec.Command(matchdBin(t, o.race), append(base, args...)...)
 	// A -race binary sleeps 1 s before exiting by default; races are
 	// reported as they happen, so skip that wait.
 	cmd.Env = append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -36,9 +34,13 @@ type options struct {
 	timing                                              actors.Timing
 	ticketTTL, helloTimeout, hbIdle, hbTimeout          time.Duration
 	reclaimInterval                                     time.Duration
+	secretsRefresh, ticketKeyRotation                   time.Duration
+	drainTimeout                                        time.Duration
 	probeInterval                                       time.Duration
 	suspicionMult, suspicionMaxMult                     int
 	demoDelay                                           time.Duration
+	security                                            cluster.Security
+	debugListen                                         string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -56,7 +58,9 @@ func parseFlags(args []string) (options, error) {
 	listen := fs.String("listen", "127.0.0.1:8080", "HTTP address: /game WebSocket, /api, /healthz, /metrics")
 	tcpListen := fs.String("tcp-listen", "", "TCP fallback address (length-prefixed frames); empty disables it")
 	admin := fs.String("admin-token", "", "bearer token of the HTTP API (MATCHD_ADMIN_TOKEN); empty generates one and prints it")
-	tkey := fs.String("ticket-key", "", "hex key (>= 32 bytes) that signs tickets; all edges of a cluster need the same key; empty generates one")
+	tkey := fs.String("ticket-key", "", "hex key (>= 32 bytes) that signs tickets; all edges of a cluster need the same key; empty: shared through the database with --database-url, else generated for this run")
+	secretsRefresh := fs.Duration("secrets-refresh", 30*time.Second, "how often a member re-reads the ticket keys shared through the database")
+	rotation := fs.Duration("ticket-key-rotation", 0, "replace the shared ticket key when it is this old (0: never); tickets in flight stay valid")
 	origins := fs.String("allowed-origins", "", "comma-separated browser origins allowed on /game ('*' for any)")
 	edgeOnly := fs.Bool("edge-only", false, "serve players but host no match grains")
 	demo := fs.Bool("demo", false, "after start, play a bot match against this node and print it")
@@ -78,6 +82,15 @@ func parseFlags(args []string) (options, error) {
 	probe := fs.Duration("probe-interval", 0, "memberlist probe interval (0: the cluster default, tuned for a LAN)")
 	suspMult := fs.Int("suspicion-mult", 0, "memberlist suspicion multiplier (0: the cluster default)")
 	suspMax := fs.Int("suspicion-max-timeout-mult", 0, "upper bound of the suspicion timeout while confirmations are missing, as a multiple of the base (0: the cluster default)")
+	gossipKey := fs.String("gossip-key", "", "base64 gossip keys (16, 24 or 32 bytes), comma-separated, the first encrypts; prefer MATCHD_GOSSIP_KEY or --gossip-key-file over the command line")
+	gossipKeyFile := fs.String("gossip-key-file", "", "file of base64 gossip keys, one per line, the first encrypts; re-read on change (rotation: add the new key everywhere, move it first everywhere, remove the old one)")
+	tlsCert := fs.String("cluster-tls-cert", "", "PEM certificate of this member for the actor remote's mutual TLS (server and client; SAN = the remote host peers dial)")
+	tlsKey := fs.String("cluster-tls-key", "", "PEM private key of --cluster-tls-cert")
+	tlsCA := fs.String("cluster-tls-ca", "", "PEM CA that signs every member certificate")
+	secretsReload := fs.Duration("cluster-secrets-reload", cluster.DefaultSecretsReload, "how often the gossip key file and cluster TLS files are checked for changes")
+	insecure := fs.Bool("insecure-cluster", false, "allow gossip and remote on non-loopback addresses without a gossip key and TLS (anyone reaching them can join and command any match)")
+	drain := fs.Duration("drain-timeout", 20*time.Second, "on SIGTERM: longest graceful drain (sessions told to reconnect elsewhere, matches handed over); the process exits by this bound plus 5 s")
+	debugListen := fs.String("debug-listen", "", "loopback address (127.0.0.1:PORT) serving net/http/pprof under /debug/pprof/; empty: off")
 	demoDelay := fs.Duration("demo-delay", 400*time.Millisecond, "pause between bot moves in --demo")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -94,8 +107,32 @@ func parseFlags(args []string) (options, error) {
 	o.ticketTTL, o.helloTimeout, o.hbIdle, o.hbTimeout = *ttl, *hello, *hbIdle, *hbTimeout
 	o.reclaimInterval, o.probeInterval, o.demoDelay = *reclaim, *probe, *demoDelay
 	o.suspicionMult, o.suspicionMaxMult = *suspMult, *suspMax
+	o.debugListen = *debugListen
+	if o.debugListen != "" {
+		if err := debugLoopbackOnly(o.debugListen); err != nil {
+			return o, err
+		}
+	}
+	o.secretsRefresh, o.ticketKeyRotation, o.drainTimeout = *secretsRefresh, *rotation, *drain
+	if o.secretsRefresh <= 0 || o.ticketKeyRotation < 0 || o.drainTimeout <= 0 {
+		return o, errors.New("secrets-refresh and drain-timeout must be positive, ticket-key-rotation not negative")
+	}
 	if err := o.timing.Validate(); err != nil {
 		return o, err
+	}
+	o.security = cluster.Security{GossipKeyFile: *gossipKeyFile, Insecure: *insecure, ReloadInterval: *secretsReload}
+	if *gossipKey != "" {
+		keys, err := cluster.ParseGossipKeys(*gossipKey)
+		if err != nil {
+			return o, fmt.Errorf("gossip-key: %w", err)
+		}
+		o.security.GossipKeys = keys
+	}
+	switch {
+	case *tlsCert != "" && *tlsKey != "" && *tlsCA != "":
+		o.security.TLS = &cluster.TLSFiles{CertFile: *tlsCert, KeyFile: *tlsKey, CAFile: *tlsCA}
+	case *tlsCert != "" || *tlsKey != "" || *tlsCA != "":
+		return o, errors.New("cluster-tls-cert, cluster-tls-key and cluster-tls-ca go together")
 	}
 	return o, nil
 }
@@ -168,7 +205,13 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 
 	var node *cluster.Node
 	var kinds []*pcluster.Kind
-	grainMetrics := &actors.Metrics{}
+	// One registry holds every metric of this node; the edge serves it at
+	// /metrics. Parts that add metrics register their collectors here.
+	registry := edge.NewRegistry()
+	grainMetrics, err := actors.NewMetrics(registry)
+	if err != nil {
+		return err
+	}
 	if !o.edgeOnly {
 		kind, err := actors.NewMatchKind(actors.GrainDeps{
 			Store: store, Rules: actors.GameRules{}, Timing: o.timing, Logger: log, Metrics: grainMetrics,
@@ -183,7 +226,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		SuspicionMaxTimeoutMult: o.suspicionMaxMult}
 	node, err = cluster.Start(cluster.Config{
 		NodeName: o.nodeName, GossipAddr: o.gossipAddr, Join: splitList(o.join), RemoteAddr: o.remoteAddr,
-		ClusterName: o.clusterName, Kinds: kinds, FailureDetection: fd, Logger: base,
+		ClusterName: o.clusterName, Kinds: kinds, FailureDetection: fd, Security: o.security, Logger: base,
 	})
 	if err != nil {
 		return fmt.Errorf("start cluster member: %w", err)
@@ -197,15 +240,16 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		return err
 	}
 
-	adminToken, ticketKey, err := secrets(o, log)
+	sec, err := loadSecrets(ctx, o, store, log)
 	if err != nil {
 		node.Kill()
 		return err
 	}
+	adminToken := sec.adminToken
 	srv, err := edge.New(edge.Config{
-		TicketKey: ticketKey, TicketTTL: o.ticketTTL, AdminToken: adminToken, Decks: deckInfos,
+		TicketKey: sec.ticketKey, TicketPreviousKeys: sec.ticketAccept, TicketTTL: o.ticketTTL, AdminToken: adminToken, Decks: deckInfos,
 		HelloTimeout: o.helloTimeout, HeartbeatIdle: o.hbIdle, HeartbeatTimeout: o.hbTimeout,
-		AllowedOrigins: splitList(o.origins), Logger: log, ExtraMetrics: grainMetrics.WritePrometheus,
+		AllowedOrigins: splitList(o.origins), Logger: log, Registry: registry,
 	}, grains.Matches(gw))
 	if err != nil {
 		node.Kill()
@@ -253,9 +297,20 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		}()
 	}
 	go purgeTickets(ctx, store, log)
+	if sec.shared != nil {
+		go refreshTicketKeys(ctx, o, sec, srv.Tickets(), log)
+	}
+	debugAddr := ""
+	if o.debugListen != "" {
+		debugAddr, err = startDebug(ctx, o.debugListen, log)
+		if err != nil {
+			node.Kill()
+			return err
+		}
+	}
 	// One machine-readable line for scripts and tests that start nodes.
-	fmt.Printf("matchd ready member=%s http=%s tcp=%s gossip=%s remote=%s\n",
-		node.ID(), httpLn.Addr(), tcpAddr, node.GossipAddr(), node.Self())
+	fmt.Printf("matchd ready member=%s http=%s tcp=%s gossip=%s remote=%s debug=%s\n",
+		node.ID(), httpLn.Addr(), tcpAddr, node.GossipAddr(), node.Self(), debugAddr)
 	log.Info("matchd ready", "member", node.ID(), "http", httpLn.Addr().String(), "tcp", tcpAddr,
 		"store", storeKind(o), "edge_only", o.edgeOnly)
 
@@ -282,19 +337,46 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	// The fenced-write count says whether this member lived on as a stale
 	// owner (frozen, partitioned) and was stopped by the store's fence; the
 	// chaos tests read it here because an evicted member exits right after.
-	log.Info("matchd stopping", "fenced_writes", grainMetrics.FencedWrites.Load())
-	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	log.Info("matchd stopping", "fenced_writes", grainMetrics.FencedWrites())
+	drain(o, srv, hs, node, log)
+	return runErr
+}
+
+// drain is the graceful stop (docs/operations.md §2): the edge stops taking
+// players (/healthz answers 503, new sessions are refused) and tells every
+// connected client to reconnect elsewhere (1001; on TCP a fatal
+// ServerError); then the member leaves the cluster, so peers route its
+// matches elsewhere, and its grains stop after their mailboxes: a write in
+// flight either commits before the stop or is fenced by the new owner's
+// claim, and its intent is retried there. Each step gets a share of
+// --drain-timeout; if the whole drain hangs anyway, the process exits 5 s
+// after the bound, since a supervisor waiting for it is worse than a crash
+// that fencing already makes safe.
+func drain(o options, srv *edge.Server, hs *http.Server, node *cluster.Node, log *slog.Logger) {
+	start := time.Now()
+	log.Info("matchd draining", "bound", o.drainTimeout)
+	watchdog := time.AfterFunc(o.drainTimeout+5*time.Second, func() {
+		log.Error("drain did not finish in time; exiting", "bound", o.drainTimeout)
+		os.Exit(1)
+	})
+	defer watchdog.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), o.drainTimeout)
 	defer cancel()
+	// Sessions get half: clients need a moment to read the close.
+	sctx, scancel := context.WithTimeout(ctx, o.drainTimeout/2)
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("edge shutdown", "err", err)
 	}
-	if err := hs.Shutdown(sctx); err != nil {
+	scancel()
+	hctx, hcancel := context.WithTimeout(ctx, o.drainTimeout/4)
+	if err := hs.Shutdown(hctx); err != nil {
 		log.Warn("http shutdown", "err", err)
 	}
-	if err := node.Leave(sctx); err != nil {
+	hcancel()
+	if err := node.Leave(ctx); err != nil {
 		log.Warn("leave cluster", "err", err)
 	}
-	return runErr
+	log.Info("matchd drained", "took", time.Since(start).Round(time.Millisecond))
 }
 
 // purgeTickets forgets used-ticket records once their tickets have expired:
@@ -344,36 +426,6 @@ func openStore(ctx context.Context, o options, log *slog.Logger) (persistence.St
 		return nil, fmt.Errorf("open embedded store in %s: %w", o.dataDir, err)
 	}
 	return s, nil
-}
-
-// secrets returns the admin token and ticket key, generating what is not
-// configured. A generated admin token is printed once so the operator can
-// use the API; a generated ticket key only works for a single node.
-func secrets(o options, log *slog.Logger) (string, []byte, error) {
-	token := o.adminToken
-	if token == "" {
-		b := make([]byte, 16)
-		if _, err := rand.Read(b); err != nil {
-			return "", nil, fmt.Errorf("generate admin token: %w", err)
-		}
-		token = hex.EncodeToString(b)
-		fmt.Fprintf(os.Stderr, "matchd: no --admin-token given; this run's token is %s\n", token)
-	}
-	var key []byte
-	if o.ticketKey != "" {
-		k, err := hex.DecodeString(o.ticketKey)
-		if err != nil {
-			return "", nil, fmt.Errorf("ticket-key must be hex: %w", err)
-		}
-		key = k
-	} else {
-		key = make([]byte, 32)
-		if _, err := rand.Read(key); err != nil {
-			return "", nil, fmt.Errorf("generate ticket key: %w", err)
-		}
-		log.Info("no --ticket-key given: generated one; other edges will not accept this node's tickets")
-	}
-	return token, key, nil
 }
 
 func deckInfos() []edge.DeckInfo {

@@ -1,0 +1,83 @@
+package bots
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// pacer drives one match open-loop: it ticks Rate times a second, starting
+// at a random phase so that many matches do not tick together, and each tick
+// lets one waiting bot send its intent. A tick that finds the previous
+// intent still in flight, or no intent chosen yet, is skipped: the load
+// generator does not catch up later, so a slow server shows up as skipped
+// ticks and latency instead of a lower offered rate.
+type pacer struct {
+	interval time.Duration
+	stats    *Stats
+	grant    chan struct{}
+
+	mu       sync.Mutex
+	waiting  int
+	inFlight bool
+}
+
+func newPacer(rate float64, st *Stats) *pacer {
+	return &pacer{interval: time.Duration(float64(time.Second) / rate), stats: st, grant: make(chan struct{}, 1)}
+}
+
+// run ticks until ctx ends.
+func (p *pacer) run(ctx context.Context) {
+	phase := time.NewTimer(rand.N(p.interval))
+	select {
+	case <-ctx.Done():
+		phase.Stop()
+		return
+	case <-phase.C:
+	}
+	t := time.NewTicker(p.interval)
+	defer t.Stop()
+	for {
+		p.tick()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (p *pacer) tick() {
+	p.mu.Lock()
+	ok := p.waiting > 0 && !p.inFlight
+	if ok {
+		p.waiting--
+		p.inFlight = true
+	}
+	p.mu.Unlock()
+	if ok {
+		p.grant <- struct{}{} // capacity 1 and one grant per intent in flight: never blocks
+	}
+	p.stats.tick(!ok)
+}
+
+// wait blocks the bot that has chosen an intent until a tick lets it send.
+func (p *pacer) wait(ctx context.Context) bool {
+	p.mu.Lock()
+	p.waiting++
+	p.mu.Unlock()
+	select {
+	case <-p.grant:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// done says the intent in flight has its result (or was lost).
+func (p *pacer) done() {
+	p.mu.Lock()
+	p.inFlight = false
+	p.mu.Unlock()
+}

@@ -1,0 +1,103 @@
+// Session behaviour that needs no matchd: backoff and giving up, and the
+// fatal closes that end a session at once (the full protocol is exercised
+// against a real matchd in matchd.test.ts).
+import assert from "node:assert/strict";
+import { createServer } from "node:net";
+import { test } from "node:test";
+
+import { WebSocketServer } from "ws";
+
+import {
+  CloseUnsupportedVersion,
+  DEFAULT_BACKOFF_MS,
+  Session,
+  SessionError,
+  decodeClientFrame,
+  encodeServerFrame,
+  newIntentId,
+} from "../src/index.js";
+
+/** freePort returns a loopback port nothing listens on. */
+async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
+}
+
+test("the default backoff is the protocol's 0, 2, 10, 30 s", () => {
+  assert.deepEqual([...DEFAULT_BACKOFF_MS], [0, 2_000, 10_000, 30_000]);
+});
+
+test("intent ids are distinct UUID v4 strings", () => {
+  const ids = new Set(Array.from({ length: 1000 }, newIntentId));
+  assert.equal(ids.size, 1000);
+  for (const id of ids) assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+});
+
+test("start waits out the backoff between attempts, with a fresh ticket each, then gives up", async () => {
+  const port = await freePort();
+  let tickets = 0;
+  const t0 = Date.now();
+  await assert.rejects(
+    Session.start({
+      url: `ws://127.0.0.1:${port}/game`,
+      ticket: async () => `t${++tickets}`,
+      backoffMs: [0, 150, 300],
+      maxAttempts: 3,
+    }),
+    (e: unknown) => e instanceof SessionError && e.code === "GaveUp",
+  );
+  const took = Date.now() - t0;
+  assert.equal(tickets, 3, "one ticket per attempt");
+  assert.ok(took >= 450, `three attempts with 0+150+300 ms of backoff took ${took} ms`);
+});
+
+test("a ticket source that fails counts as a failed attempt", async () => {
+  let calls = 0;
+  await assert.rejects(
+    Session.start({
+      url: "ws://127.0.0.1:1/game",
+      ticket: async () => {
+        calls++;
+        throw new Error("no ticket today");
+      },
+      backoffMs: [0, 10],
+      maxAttempts: 2,
+    }),
+    (e: unknown) => e instanceof SessionError && e.code === "GaveUp" && /no ticket today/.test(e.message),
+  );
+  assert.equal(calls, 2);
+});
+
+test("an unsupported-version close rejects at once, without retrying", async () => {
+  const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+  await new Promise<void>((r) => wss.once("listening", () => r()));
+  let hellos = 0;
+  wss.on("connection", (ws) => {
+    ws.on("message", (data: Buffer) => {
+      const f = decodeClientFrame(new Uint8Array(data));
+      assert.equal(f.type, "ClientHello");
+      hellos++;
+      ws.send(
+        encodeServerFrame({
+          type: "ServerError",
+          body: { code: 0, message: "unsupported version", fatal: true, eventSeq: 0 },
+        }),
+      );
+      ws.close(CloseUnsupportedVersion, "unsupported version");
+    });
+  });
+  try {
+    const port = (wss.address() as { port: number }).port;
+    await assert.rejects(
+      Session.start({ url: `ws://127.0.0.1:${port}/game`, ticket: async () => "t", backoffMs: [0, 10, 10], maxAttempts: 3 }),
+      (e: unknown) => e instanceof SessionError && e.code === "Rejected",
+    );
+    assert.equal(hellos, 1, "a rejected hello must not be retried");
+  } finally {
+    for (const c of wss.clients) c.terminate();
+    await new Promise<void>((r) => wss.close(() => r()));
+  }
+});

@@ -1,0 +1,611 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/matchgrain/matchgrain/client"
+	"github.com/matchgrain/matchgrain/client/bots"
+)
+
+// loadFlags are the flags of `matchctl load` beyond the common ones.
+type loadFlags struct {
+	common
+	matches, conc int
+	rate          float64
+	warmup, dur   time.Duration
+	jsonOut       bool
+	progress      bool
+	metricsURL    string
+	idle          int
+	idleHold      time.Duration
+}
+
+func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f loadFlags
+	f.register(fs)
+	fs.IntVar(&f.matches, "matches", 10, "matches to play; with --duration, matches kept running at once")
+	fs.IntVar(&f.conc, "concurrency", 0, "without --duration: matches at once (default: all)")
+	fs.Float64Var(&f.rate, "rate", 0, "open loop: intents per second offered per match, at fixed ticks with a random phase (0: closed loop, as fast as the bots decide)")
+	fs.DurationVar(&f.warmup, "warmup", 0, "with --duration: run this long before measuring")
+	fs.DurationVar(&f.dur, "duration", 0, "measure for this long, replacing finished matches, then stop every match (0: play --matches matches to the end)")
+	fs.BoolVar(&f.jsonOut, "json", false, "print the final report as JSON")
+	fs.BoolVar(&f.progress, "progress", true, "print a progress line every second to stderr")
+	fs.StringVar(&f.metricsURL, "metrics", "", "the node's Prometheus endpoint for CPU and memory (default: --server + /metrics; \"off\": none)")
+	fs.IntVar(&f.idle, "idle", 0, "hold this many connected, silent sessions (two per match) and report memory per connection")
+	fs.DurationVar(&f.idleHold, "idle-hold", 30*time.Second, "with --idle: how long to hold the sessions once all are connected")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := f.check(); err != nil {
+		return err
+	}
+	switch {
+	case f.matches < 1:
+		return fmt.Errorf("%w: --matches must be at least 1", errUsage)
+	case f.rate < 0 || f.rate > 14:
+		return fmt.Errorf("%w: --rate must be between 0 and 14 intents/s (a connection may send 16/s)", errUsage)
+	case f.warmup < 0 || f.dur < 0:
+		return fmt.Errorf("%w: --warmup and --duration must not be negative", errUsage)
+	case f.warmup > 0 && f.dur == 0:
+		return fmt.Errorf("%w: --warmup needs --duration", errUsage)
+	case f.rate > 0 && f.dur == 0:
+		return fmt.Errorf("%w: --rate needs --duration", errUsage)
+	case f.idle < 0 || f.idle%2 != 0:
+		return fmt.Errorf("%w: --idle must be a positive even number (two seats per match)", errUsage)
+	}
+	if f.conc <= 0 || f.conc > f.matches {
+		f.conc = f.matches
+	}
+	if f.metricsURL == "" {
+		f.metricsURL = strings.TrimSuffix(f.server, "/") + "/metrics"
+	}
+	if f.idle > 0 {
+		return runIdle(ctx, &f, stdout, stderr)
+	}
+	return runLoad(ctx, &f, stdout, stderr)
+}
+
+// Report is the final report of `matchctl load` (--json prints it as is).
+type Report struct {
+	Mode            string  `json:"mode"` // "closed" or "open"
+	Matches         int     `json:"matches"`
+	RatePerMatch    float64 `json:"ratePerMatch,omitempty"`
+	WarmupSeconds   float64 `json:"warmupSeconds"`
+	MeasuredSeconds float64 `json:"measuredSeconds"`
+	MatchesFinished int     `json:"matchesFinished"`
+	Intents         int     `json:"intents"`
+	IntentsPerSec   float64 `json:"intentsPerSecond"`
+	Rejected        int     `json:"rejected"`
+	Errors          int     `json:"errors"`
+	Ticks           int     `json:"ticks,omitempty"`
+	SkippedTicks    int     `json:"skippedTicks"`
+	LatencyMs       struct {
+		P50 float64 `json:"p50"`
+		P90 float64 `json:"p90"`
+		P99 float64 `json:"p99"`
+		Max float64 `json:"max"`
+	} `json:"latencyMs"`
+	Node       *NodeUsage `json:"node,omitempty"`
+	FirstError string     `json:"firstError,omitempty"`
+}
+
+// NodeUsage is what the node's /metrics said about the measured window.
+type NodeUsage struct {
+	CPUSeconds      float64 `json:"cpuSeconds"`
+	CPUMsPerIntent  float64 `json:"cpuMsPerIntent"`
+	PeakRSSBytes    float64 `json:"peakRssBytes"`
+	RSSBytesAtStart float64 `json:"rssBytesAtStart"`
+}
+
+// window records intent results and ticks between start and end; before
+// start they are warm-up and only counted for the progress line.
+type window struct {
+	mu        sync.Mutex
+	start     time.Time
+	end       time.Time // zero: open
+	lat       []time.Duration
+	rejected  int
+	ticks     int
+	skipped   int
+	secLat    []time.Duration // the current second, for progress
+	secSkip   int
+	totalSeen int
+}
+
+func (w *window) observe(o bots.Observation) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	in := !o.At.Before(w.start) && (w.end.IsZero() || o.At.Before(w.end))
+	if o.Tick {
+		if o.Skipped {
+			w.secSkip++
+		}
+		if in {
+			w.ticks++
+			if o.Skipped {
+				w.skipped++
+			}
+		}
+		return
+	}
+	w.totalSeen++
+	w.secLat = append(w.secLat, o.Latency)
+	if in {
+		w.lat = append(w.lat, o.Latency)
+		if !o.Accepted {
+			w.rejected++
+		}
+	}
+}
+
+// second returns and resets the last second's latencies and skipped ticks.
+func (w *window) second() ([]time.Duration, int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l, s := w.secLat, w.secSkip
+	w.secLat, w.secSkip = nil, 0
+	return l, s
+}
+
+func runLoad(ctx context.Context, f *loadFlags, stdout, stderr io.Writer) error {
+	log := f.logger(stderr)
+	admin := client.NewAdmin(f.server, f.token, nil)
+	opts, err := f.matchOptions(log)
+	if err != nil {
+		return err
+	}
+	steady := f.dur > 0
+	began := time.Now()
+	w := &window{start: began}
+	if steady {
+		w.start = began.Add(f.warmup)
+		w.end = w.start.Add(f.dur)
+	}
+	st := &bots.Stats{Observe: w.observe}
+	opts.Stats, opts.Rate = st, f.rate
+
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	if steady {
+		var stopAt context.CancelFunc
+		runCtx, stopAt = context.WithDeadline(runCtx, w.end)
+		defer stopAt()
+	}
+	node := newNodeWatch(f.metricsURL)
+	node.sample() // RSS before the run and the CPU counter at the start
+	var (
+		mu        sync.Mutex
+		failures  []error
+		finished  int
+		started   atomic.Int64
+		running   atomic.Int64
+		nextMatch atomic.Int64
+	)
+	var wg sync.WaitGroup
+	worker := func() {
+		defer wg.Done()
+		for {
+			i := nextMatch.Add(1) - 1
+			if !steady && i >= int64(f.matches) {
+				return
+			}
+			if runCtx.Err() != nil {
+				return
+			}
+			o := opts
+			o.BotSeed = f.botSeed + uint64(i)*2654435761
+			started.Add(1)
+			running.Add(1)
+			_, err := bots.PlayMatch(runCtx, admin, o)
+			running.Add(-1)
+			cut := steady && runCtx.Err() != nil
+			mu.Lock()
+			switch {
+			case err == nil:
+				finished++
+			case cut:
+				// Stopped by the end of the run, not a failure.
+			default:
+				failures = append(failures, err)
+			}
+			mu.Unlock()
+		}
+	}
+	workers := f.conc
+	if steady {
+		workers = f.matches
+	}
+	for range workers {
+		wg.Add(1)
+		go worker()
+	}
+	allDone := make(chan struct{})
+	go func() { wg.Wait(); close(allDone) }()
+
+	// The progress line, node sampling and the start of the measurement.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	measuring := !steady
+	if measuring {
+		node.markStart()
+	}
+	var warmupFailures int
+loop:
+	for {
+		select {
+		case <-allDone:
+			break loop
+		case now := <-tick.C:
+			node.sample()
+			if !measuring && !now.Before(w.start) {
+				measuring = true
+				node.markStart()
+				mu.Lock()
+				warmupFailures = len(failures)
+				mu.Unlock()
+			}
+			if f.progress {
+				lat, skipped := w.second()
+				slices.Sort(lat)
+				mu.Lock()
+				nfail, nfin := len(failures), finished
+				mu.Unlock()
+				phase := "measuring"
+				if !measuring {
+					phase = "warm-up"
+				}
+				fmt.Fprintf(stderr, "%5.0fs %-9s matches running %d finished %d | %d intents/s | p50 %v p99 %v | skipped %d | errors %d\n",
+					now.Sub(began).Seconds(), phase, running.Load(), nfin, len(lat),
+					pctOr(lat, 50), pctOr(lat, 99), skipped, nfail)
+			}
+		}
+	}
+	end := time.Now()
+	if steady && end.After(w.end) {
+		end = w.end
+	}
+	node.sample()
+	node.markEnd()
+
+	rep := Report{Mode: "closed", Matches: f.matches, MatchesFinished: finished}
+	if !steady {
+		rep.Matches = f.conc
+	}
+	if f.rate > 0 {
+		rep.Mode, rep.RatePerMatch = "open", f.rate
+	}
+	w.mu.Lock()
+	lat := append([]time.Duration(nil), w.lat...)
+	rep.Rejected, rep.Ticks, rep.SkippedTicks = w.rejected, w.ticks, w.skipped
+	w.mu.Unlock()
+	slices.Sort(lat)
+	measured := end.Sub(w.start)
+	rep.WarmupSeconds, rep.MeasuredSeconds = w.start.Sub(began).Seconds(), measured.Seconds()
+	rep.Intents = len(lat)
+	if measured > 0 {
+		rep.IntentsPerSec = float64(len(lat)) / measured.Seconds()
+	}
+	if len(lat) > 0 {
+		rep.LatencyMs.P50, rep.LatencyMs.P90 = ms(pct(lat, 50)), ms(pct(lat, 90))
+		rep.LatencyMs.P99, rep.LatencyMs.Max = ms(pct(lat, 99)), ms(lat[len(lat)-1].Round(time.Microsecond))
+	}
+	mu.Lock()
+	rep.Errors = len(failures) - warmupFailures
+	if len(failures) > 0 {
+		rep.FirstError = failures[0].Error()
+	}
+	mu.Unlock()
+	rep.Node = node.usage(rep.Intents)
+	if f.jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+	} else {
+		printReport(stdout, &rep, started.Load())
+	}
+	if len(failures) > 0 {
+		return fmt.Errorf("%d matches failed: %w", len(failures), errors.Join(failures...))
+	}
+	return nil
+}
+
+func printReport(out io.Writer, r *Report, started int64) {
+	mode := "closed loop (bots decide as fast as they can)"
+	if r.Mode == "open" {
+		mode = fmt.Sprintf("open loop, %g intents/s per match", r.RatePerMatch)
+	}
+	fmt.Fprintf(out, "load: %d matches at once, %s; %d matches started, %d finished\n", r.Matches, mode, started, r.MatchesFinished)
+	fmt.Fprintf(out, "measured %.1f s after %.1f s warm-up: %d intents (%d rejected), %.0f intents/s, %d errors\n",
+		r.MeasuredSeconds, r.WarmupSeconds, r.Intents, r.Rejected, r.IntentsPerSec, r.Errors)
+	if r.Mode == "open" {
+		fmt.Fprintf(out, "ticks: %d, skipped %d (previous intent still in flight or next one not decided yet)\n", r.Ticks, r.SkippedTicks)
+	}
+	fmt.Fprintf(out, "intent latency (send → result): p50 %.2f ms  p90 %.2f ms  p99 %.2f ms  max %.2f ms\n",
+		r.LatencyMs.P50, r.LatencyMs.P90, r.LatencyMs.P99, r.LatencyMs.Max)
+	if n := r.Node; n != nil {
+		fmt.Fprintf(out, "node: %.2f CPU s while measuring, %.3f ms CPU per intent, peak RSS %.1f MiB (%.1f MiB before the run)\n",
+			n.CPUSeconds, n.CPUMsPerIntent, n.PeakRSSBytes/(1<<20), n.RSSBytesAtStart/(1<<20))
+	} else {
+		fmt.Fprintln(out, "node: CPU and memory unknown (no process metrics at --metrics)")
+	}
+	if r.FirstError != "" {
+		fmt.Fprintf(out, "first error: %s\n", r.FirstError)
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// pctOr is pct, or 0 for no samples (the progress line of a quiet second).
+func pctOr(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return pct(sorted, p)
+}
+
+// nodeWatch reads the node's standard process metrics
+// (process_cpu_seconds_total, process_resident_memory_bytes).
+type nodeWatch struct {
+	url    string
+	client *http.Client
+
+	ok                  bool
+	rssStart, peak, rss float64
+	cpu                 float64
+	cpuStart, cpuEnd    float64
+	measuring           bool
+}
+
+func newNodeWatch(url string) *nodeWatch {
+	return &nodeWatch{url: url, client: &http.Client{Timeout: 2 * time.Second}}
+}
+
+// sample reads the metrics once; a failed read leaves the last values.
+func (n *nodeWatch) sample() {
+	if n.url == "off" {
+		return
+	}
+	cpu, rss, err := scrapeProcess(n.client, n.url)
+	if err != nil {
+		return
+	}
+	if !n.ok {
+		n.rssStart = rss
+	}
+	n.ok = true
+	n.cpu, n.rss = cpu, rss
+	if n.measuring {
+		n.peak = max(n.peak, rss)
+	}
+}
+
+func (n *nodeWatch) markStart() {
+	n.sample()
+	n.cpuStart, n.peak, n.measuring = n.cpu, n.rss, true
+}
+
+func (n *nodeWatch) markEnd() { n.cpuEnd = n.cpu }
+
+func (n *nodeWatch) usage(intents int) *NodeUsage {
+	if !n.ok {
+		return nil
+	}
+	u := &NodeUsage{CPUSeconds: n.cpuEnd - n.cpuStart, PeakRSSBytes: n.peak, RSSBytesAtStart: n.rssStart}
+	if intents > 0 {
+		u.CPUMsPerIntent = u.CPUSeconds * 1000 / float64(intents)
+	}
+	return u
+}
+
+// scrapeProcess fetches a Prometheus text exposition and returns the two
+// unlabelled process gauges the Go client's process collector exports.
+func scrapeProcess(c *http.Client, url string) (cpu, rss float64, err error) {
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, 0, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("scrape %s: %s", url, resp.Status)
+	}
+	var haveCPU, haveRSS bool
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		switch name {
+		case "process_cpu_seconds_total":
+			cpu, err = strconv.ParseFloat(strings.TrimSpace(val), 64)
+			haveCPU = err == nil
+		case "process_resident_memory_bytes":
+			rss, err = strconv.ParseFloat(strings.TrimSpace(val), 64)
+			haveRSS = err == nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, 0, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	if !haveCPU || !haveRSS {
+		return 0, 0, fmt.Errorf("scrape %s: no process_cpu_seconds_total or process_resident_memory_bytes", url)
+	}
+	return cpu, rss, nil
+}
+
+// IdleReport is the result of --idle (--json prints it as is).
+type IdleReport struct {
+	Sessions          int     `json:"sessions"`
+	Connected         int     `json:"connected"`
+	Dropped           int     `json:"dropped"`
+	HeldSeconds       float64 `json:"heldSeconds"`
+	RSSBytesBefore    float64 `json:"rssBytesBefore"`
+	RSSBytesHeld      float64 `json:"rssBytesHeld"`
+	RSSBytesPerConn   float64 `json:"rssBytesPerConnection"`
+	NodeCPUSecondsIdl float64 `json:"nodeCpuSecondsWhileHeld"`
+	FirstError        string  `json:"firstError,omitempty"`
+}
+
+// runIdle connects --idle sessions, two per new match, that send nothing
+// but the client's keep-alive pings, holds them for --idle-hold and reports
+// how the node's RSS grew per connection. The figure includes everything a
+// connected seat costs: the socket and its goroutines, the seat actor and
+// keep-alive, and half a match grain.
+func runIdle(ctx context.Context, f *loadFlags, stdout, stderr io.Writer) error {
+	log := f.logger(stderr)
+	admin := client.NewAdmin(f.server, f.token, nil)
+	node := newNodeWatch(f.metricsURL)
+	node.sample()
+	if !node.ok {
+		return fmt.Errorf("--idle needs the node's process metrics at %s", f.metricsURL)
+	}
+	rep := IdleReport{Sessions: f.idle, RSSBytesBefore: node.rss}
+	var (
+		mu       sync.Mutex
+		sessions []*client.Session
+		errs     []error
+	)
+	holdCtx, stopHold := context.WithCancel(ctx)
+	defer stopHold()
+	matches := f.idle / 2
+	sem := make(chan struct{}, 32) // connect at most this many matches at once
+	var wg sync.WaitGroup
+	var connected atomic.Int64
+	for i := range matches {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			id, err := admin.CreateMatch(ctx, [2]client.PlayerSpec{{Name: "Idle A", Deck: f.deck}, {Name: "Idle B", Deck: f.deck2}}, nil)
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("match %d: create: %w", i, err))
+				mu.Unlock()
+				return
+			}
+			for seat := range 2 {
+				s, err := client.Start(ctx, client.Config{
+					Addr: f.gameAddr(), Ticket: admin.TicketFunc(id, seat), ClientBuild: "matchctl-idle",
+					MaxAttempts: 3, Logger: log.With("match", id, "seat", seat),
+				})
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("match %s seat %d: connect: %w", id, seat, err))
+					mu.Unlock()
+					return
+				}
+				connected.Add(1)
+				mu.Lock()
+				sessions = append(sessions, s)
+				mu.Unlock()
+				go func() { // read and drop what the server pushes (clocks)
+					for {
+						select {
+						case <-holdCtx.Done():
+							return
+						case _, ok := <-s.Frames():
+							if !ok {
+								return
+							}
+						}
+					}
+				}()
+			}
+			if f.progress && (i+1)%500 == 0 {
+				fmt.Fprintf(stderr, "%d of %d sessions connected\n", connected.Load(), f.idle)
+			}
+		}()
+	}
+	wg.Wait()
+	rep.Connected = int(connected.Load())
+	fmt.Fprintf(stderr, "%d sessions connected; holding them for %v\n", rep.Connected, f.idleHold)
+	node.markStart()
+	heldFrom := time.Now()
+	tick := time.NewTicker(time.Second)
+hold:
+	for time.Since(heldFrom) < f.idleHold {
+		select {
+		case <-ctx.Done():
+			break hold
+		case <-tick.C:
+			node.sample()
+		}
+	}
+	tick.Stop()
+	rep.HeldSeconds = time.Since(heldFrom).Seconds()
+	node.sample()
+	node.markEnd()
+	rep.RSSBytesHeld = node.rss
+	rep.NodeCPUSecondsIdl = node.cpuEnd - node.cpuStart
+	if rep.Connected > 0 {
+		rep.RSSBytesPerConn = (rep.RSSBytesHeld - rep.RSSBytesBefore) / float64(rep.Connected)
+	}
+	mu.Lock()
+	for _, s := range sessions {
+		select {
+		case <-s.Done():
+			rep.Dropped++
+		default:
+		}
+	}
+	if len(errs) > 0 {
+		rep.FirstError = errs[0].Error()
+	}
+	all := sessions
+	mu.Unlock()
+	stopHold()
+	// Leave so the matches end instead of waiting out their absence timers.
+	var lw sync.WaitGroup
+	for i, s := range all {
+		lw.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer lw.Done()
+			defer func() { <-sem }()
+			lctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := s.Leave(lctx, "idle test over"); err != nil {
+				log.Debug("leave", "session", i, "err", err)
+			}
+		}()
+	}
+	lw.Wait()
+	if f.jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+	} else {
+		fmt.Fprintf(stdout, "idle: %d of %d sessions connected (%d matches), %d dropped while held %.0f s\n",
+			rep.Connected, rep.Sessions, matches, rep.Dropped, rep.HeldSeconds)
+		fmt.Fprintf(stdout, "node RSS %.1f MiB before, %.1f MiB held: %.1f KiB per connection (seat, its actor and half a match grain included); node CPU while held %.2f s\n",
+			rep.RSSBytesBefore/(1<<20), rep.RSSBytesHeld/(1<<20), rep.RSSBytesPerConn/1024, rep.NodeCPUSecondsIdl)
+		if rep.FirstError != "" {
+			fmt.Fprintf(stdout, "first error: %s\n", rep.FirstError)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%d of %d sessions failed to connect: %w", len(errs), f.idle, errs[0])
+	}
+	return nil
+}

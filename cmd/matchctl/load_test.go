@@ -1,0 +1,91 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/matchgrain/matchgrain/edge/edgetest"
+)
+
+// processMetrics serves the two process gauges; every scrape adds 1 s of
+// CPU and 1 MiB of RSS, so the tool's arithmetic can be checked.
+func processMetrics(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	var n atomic.Int64
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := n.Add(1)
+		fmt.Fprintf(w, "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %d\n"+
+			"process_resident_memory_bytes %d\nother_metric{a=\"b\"} 1\n", i, (100+i)<<20)
+	}))
+	t.Cleanup(hs.Close)
+	return hs, &n
+}
+
+// TestLoadOpenLoop runs the open loop against a real edge with the toy game:
+// ticks are offered at the rate, every tick is accounted for, and the JSON
+// report carries the percentiles and the node's usage.
+func TestLoadOpenLoop(t *testing.T) {
+	srv := startServer(t)
+	metrics, _ := processMetrics(t)
+	code, out, errOut := runCmd(t, "load", "--server", srv.HTTPURL, "--token", edgetest.AdminToken,
+		"--matches", "3", "--rate", "5", "--warmup", "1s", "--duration", "3s", "--json", "--metrics", metrics.URL)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	var r Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out)
+	}
+	t.Logf("%+v\nprogress:\n%s", r, errOut)
+	if r.Mode != "open" || r.RatePerMatch != 5 || r.Matches != 3 || r.MeasuredSeconds < 2.9 || r.MeasuredSeconds > 3.5 {
+		t.Errorf("report header: %+v", r)
+	}
+	// 3 matches × 5/s × 3 s = 45 ticks, give or take a tick per match at the edges.
+	if r.Ticks < 39 || r.Ticks > 51 {
+		t.Errorf("%d ticks, want about 45", r.Ticks)
+	}
+	if r.Intents == 0 || r.Intents > r.Ticks-r.SkippedTicks+3 {
+		t.Errorf("%d intents for %d ticks of which %d skipped", r.Intents, r.Ticks, r.SkippedTicks)
+	}
+	if r.LatencyMs.P50 <= 0 || r.LatencyMs.P50 > r.LatencyMs.P90 || r.LatencyMs.P90 > r.LatencyMs.P99 || r.LatencyMs.P99 > r.LatencyMs.Max {
+		t.Errorf("latency percentiles out of order: %+v", r.LatencyMs)
+	}
+	if r.Errors != 0 || r.Node == nil || r.Node.CPUSeconds < 2 || r.Node.PeakRSSBytes <= r.Node.RSSBytesAtStart {
+		t.Errorf("errors %d, node %+v", r.Errors, r.Node)
+	}
+	if !strings.Contains(errOut, "measuring matches running 3") {
+		t.Errorf("no progress line:\n%s", errOut)
+	}
+}
+
+// TestLoadIdle holds real sessions on a real edge and checks the report.
+func TestLoadIdle(t *testing.T) {
+	srv := startServer(t)
+	metrics, _ := processMetrics(t)
+	code, out, errOut := runCmd(t, "load", "--server", srv.HTTPURL, "--token", edgetest.AdminToken,
+		"--idle", "6", "--idle-hold", "1s", "--json", "--metrics", metrics.URL)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	var r IdleReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out)
+	}
+	if r.Sessions != 6 || r.Connected != 6 || r.Dropped != 0 || r.RSSBytesHeld <= r.RSSBytesBefore ||
+		r.RSSBytesPerConn != (r.RSSBytesHeld-r.RSSBytesBefore)/6 {
+		t.Errorf("idle report: %+v", r)
+	}
+}
+
+func TestLoadWithoutProcessMetrics(t *testing.T) {
+	srv := startServer(t)
+	code, out, errOut := runCmd(t, "load", "--server", srv.HTTPURL, "--token", edgetest.AdminToken,
+		"--idle", "2", "--idle-hold", "1s", "--metrics", srv.HTTPURL+"/nothing")
+	if code != 1 || !strings.Contains(errOut, "process metrics") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}

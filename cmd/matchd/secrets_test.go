@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/matchgrain/matchgrain/client"
+	"github.com/matchgrain/matchgrain/client/clienttest"
+	"github.com/matchgrain/matchgrain/persistence/pgtest"
+	"github.com/matchgrain/matchgrain/protocol"
+)
+
+// sharedToken reads the admin token a node printed because it was given none.
+func sharedToken(t *testing.T, p *proc) string {
+	t.Helper()
+	const marker = "the cluster's token (kept in the database) is "
+	var tok string
+	eventually(t, 10*time.Second, func() error {
+		for _, l := range strings.Split(p.logTail(), "\n") {
+			if _, after, ok := strings.Cut(l, marker); ok {
+				tok = strings.TrimSpace(after)
+				return nil
+			}
+		}
+		return fmt.Errorf("%s printed no shared admin token", p.name)
+	})
+	return tok
+}
+
+// activeTicketGeneration is the newest ticket-key generation the database
+// considers active.
+func activeTicketGeneration(t *testing.T, schema string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, pgtest.URL(t))
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer func() { _ = conn.Close(ctx) }() // read-only connection
+	var g int64
+	q := fmt.Sprintf("SELECT coalesce(max(generation), 0) FROM %s.cluster_keys WHERE purpose = 'ticket-key' AND active_from <= now()",
+		pgx.Identifier{schema}.Sanitize())
+	if err := conn.QueryRow(ctx, q).Scan(&g); err != nil {
+		t.Fatalf("read key generations: %v", err)
+	}
+	return g
+}
+
+// TestClusterSharedSecrets starts three members on one PostgreSQL without
+// --ticket-key and --admin-token, as a new operator would. They must agree
+// on the admin token, and a ticket issued by any member must open a seat on
+// any other (the reconnect-lands-elsewhere case), also across a ticket-key
+// rotation: a ticket issued before the rotation still works after it.
+func TestClusterSharedSecrets(t *testing.T) {
+	schema := pgtest.NewSchema(t)
+	common := []string{
+		"--database-url", pgtest.URL(t), "--database-schema", schema,
+		"--cluster-name", "secrets-" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		"--secrets-refresh", "300ms", "--ticket-key-rotation", "4s", "--ticket-ttl", "30s",
+	}
+	a := startProcSecrets(t, "a", false, common...)
+	b := startProcSecrets(t, "b", false, append(common, "--join", a.gossip)...)
+	c := startProcSecrets(t, "c", false, append(common, "--join", a.gossip)...)
+	tok := sharedToken(t, a)
+	for _, p := range []*proc{b, c} {
+		if got := sharedToken(t, p); got != tok {
+			t.Fatalf("member %s uses another admin token than member a", p.name)
+		}
+	}
+	procs := []*proc{a, b, c}
+	admins := make([]*client.Admin, len(procs))
+	for i, p := range procs {
+		admins[i] = client.NewAdmin("http://"+p.http, tok, nil)
+	}
+	cc := &chaosCluster{admin: admins[0]}
+	id := cc.createMatch(t, 21)
+
+	// Every ordered pair: the ticket of one member opens the seat on another.
+	for i := range procs {
+		for j := range procs {
+			if i == j {
+				continue
+			}
+			seat, h := dialSeat(t, admins[i], procs[j].http, id, (i+j)%2, 0)
+			if h.MatchID != id {
+				t.Fatalf("ticket of %s on %s: hello for match %q", procs[i].name, procs[j].name, h.MatchID)
+			}
+			_ = seat.Conn.Close() // the next pair takes the seat over anyway
+		}
+	}
+
+	// A ticket issued now, used only after the next key is active everywhere.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	early, err := admins[0].Ticket(ctx, id, 0)
+	if err != nil {
+		t.Fatalf("ticket: %v", err)
+	}
+	before := activeTicketGeneration(t, schema)
+	eventually(t, 20*time.Second, func() error {
+		if g := activeTicketGeneration(t, schema); g <= before {
+			return fmt.Errorf("ticket key generation still %d", g)
+		}
+		return nil
+	})
+	// Every member refreshes within 300 ms; give them three refreshes.
+	time.Sleep(time.Second)
+	conn, err := client.Dial(ctx, "ws://"+c.http+"/game", client.DialOptions{})
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer func() { _ = conn.Close() }()
+	if err := conn.Send(&protocol.ClientHello{ProtocolVersion: 1, Ticket: early.Ticket, ClientBuild: "secrets-test"}); err != nil {
+		t.Fatalf("hello: %v", err)
+	}
+	r := &clienttest.Seat{T: t, Conn: conn}
+	if _, ok := r.Recv(20 * time.Second).(*protocol.ServerHello); !ok {
+		t.Fatalf("a ticket issued before the rotation was refused after it")
+	}
+	// And a fresh ticket, signed with the new key, works on another member.
+	seat, _ := dialSeat(t, admins[1], a.http, id, 1, 0)
+	_ = seat.Conn.Close()
+}

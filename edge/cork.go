@@ -1,0 +1,112 @@
+package edge
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+)
+
+// corkConn sits between gorilla/websocket and the socket so that a batch of
+// messages leaves in one write system call. gorilla writes every message
+// (and every control frame) with its own Write; between cork and uncork
+// those writes only append to a buffer, and uncork sends the buffer at once.
+// gorilla still frames, orders and locks everything itself, so a pong or
+// close frame the reader goroutine writes meanwhile lands between two whole
+// messages and leaves with the batch.
+//
+// The buffer comes from a pool and goes back after each batch: an idle
+// connection holds none.
+type corkConn struct {
+	net.Conn
+
+	mu     sync.Mutex
+	corked bool
+	buf    *[]byte
+}
+
+// corkBufKeep is the largest batch buffer returned to the pool; a batch
+// that needed more (a large snapshot) lets its buffer go.
+const corkBufKeep = 64 << 10
+
+var corkBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// Write appends to the batch while corked and writes through otherwise.
+func (c *corkConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.corked {
+		return c.Conn.Write(p)
+	}
+	*c.buf = append(*c.buf, p...)
+	return len(p), nil
+}
+
+// cork starts collecting writes.
+func (c *corkConn) cork() {
+	c.mu.Lock()
+	if !c.corked {
+		c.corked = true
+		c.buf = corkBufs.Get().(*[]byte)
+	}
+	c.mu.Unlock()
+}
+
+// uncork writes what was collected in one Write, within the write deadline
+// already set on the connection, and stops collecting. It returns the bytes
+// written to the socket.
+func (c *corkConn) uncork() (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.corked {
+		return 0, nil
+	}
+	c.corked = false
+	b := c.buf
+	c.buf = nil
+	var n int
+	var err error
+	if len(*b) > 0 {
+		n, err = c.Conn.Write(*b)
+	}
+	if cap(*b) <= corkBufKeep {
+		*b = (*b)[:0]
+		corkBufs.Put(b)
+	}
+	if err != nil {
+		return n, fmt.Errorf("write websocket batch: %w", err)
+	}
+	return n, nil
+}
+
+// CloseWrite half-closes the socket where it supports that (see halfClose).
+func (c *corkConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		if err := cw.CloseWrite(); err != nil {
+			return fmt.Errorf("close write: %w", err)
+		}
+	}
+	return nil
+}
+
+// corkingWriter hands gorilla's Upgrader a corkConn instead of the hijacked
+// connection.
+type corkingWriter struct {
+	http.ResponseWriter
+	conn *corkConn
+}
+
+// Hijack implements http.Hijacker.
+func (w *corkingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h, ok := w.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, fmt.Errorf("edge: %T cannot be hijacked", w.ResponseWriter)
+	}
+	c, brw, err := h.Hijack()
+	if err != nil {
+		return nil, nil, fmt.Errorf("hijack: %w", err)
+	}
+	w.conn = &corkConn{Conn: c}
+	return w.conn, brw, nil
+}
