@@ -73,7 +73,7 @@ type proc struct {
 	mu           sync.Mutex
 	stderr       []string
 	races        clustertest.RaceScanner
-	fencedWrites int64 // from the "matchd stopping" line, -1 until seen
+	fencedWrites int64 // from the "matchd grains stopped" line, -1 until seen
 	topology     int   // members in the last "cluster topology changed" line
 }
 
@@ -231,7 +231,7 @@ func (p *proc) onLine(l string) {
 			}
 		}
 	}
-	if strings.Contains(l, "matchd stopping") {
+	if strings.Contains(l, "fenced_writes=") {
 		for _, kv := range strings.Fields(l) {
 			if v, ok := strings.CutPrefix(kv, "fenced_writes="); ok {
 				if n, err := strconv.ParseInt(v, 10, 64); err == nil {
@@ -263,8 +263,8 @@ func (p *proc) topologyMembers() int {
 }
 
 // stoppedFencedWrites is the fenced_writes count of the node's "matchd
-// stopping" log line (-1 if it did not log one: killed, or a log level
-// above info).
+// grains stopped" log line (-1 if it did not log one: killed, or a log
+// level above info).
 func (p *proc) stoppedFencedWrites() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
