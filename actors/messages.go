@@ -78,6 +78,8 @@ type Reply struct {
 	Message string
 	Epoch   int64
 	LastSeq int64
+	// Status answers an Inspect.
+	Status *MatchStatus `msgpack:",omitempty"`
 }
 
 // OutFrame is one encoded server frame for a seat. ToSeq is the last event
@@ -121,6 +123,7 @@ const (
 
 func init() {
 	envelope.Register("mg.Wake", func() any { return &Wake{} })
+	envelope.Register("mg.Inspect", func() any { return &Inspect{} })
 	envelope.Register("mg.AttachSeat", func() any { return &AttachSeat{} })
 	envelope.Register("mg.SubmitIntent", func() any { return &SubmitIntent{} })
 	envelope.Register("mg.ResyncSeat", func() any { return &ResyncSeat{} })

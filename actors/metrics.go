@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +30,9 @@ type Metrics struct {
 	AppendSeconds  prometheus.Counter
 	AppendDuration prometheus.Histogram
 
+	mu        sync.Mutex
+	takeovers []Takeover // ring, newest last
+
 	// fenced counts writes (appends, snapshots, finish marks) the store
 	// refused because a newer activation claimed the match: each is a stale
 	// activation that woke up (or lagged) and was stopped by the fence, the
@@ -52,6 +56,41 @@ func (m *Metrics) observeFenced(err error) {
 	if m != nil && errors.Is(err, persistence.ErrFenced) {
 		m.fenced.Add(1)
 	}
+}
+
+// Takeover is an activation of an unfinished match that an earlier
+// activation owned: a failover, a drain or a restart, as this member saw it.
+type Takeover struct {
+	MatchID string    `json:"matchId"`
+	Epoch   int64     `json:"epoch"`
+	At      time.Time `json:"at"`
+	// LogSeq is the log position the match was recovered at; RecoveryMs how
+	// long claiming and replaying took.
+	LogSeq     int64 `json:"logSeq"`
+	RecoveryMs int64 `json:"recoveryMs"`
+}
+
+// maxTakeovers bounds the takeovers a member remembers.
+const maxTakeovers = 64
+
+func (m *Metrics) addTakeover(t Takeover) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.takeovers) == maxTakeovers {
+		m.takeovers = append(m.takeovers[:0], m.takeovers[1:]...)
+	}
+	m.takeovers = append(m.takeovers, t)
+}
+
+// RecentTakeovers returns the last takeovers of this member, newest first.
+func (m *Metrics) RecentTakeovers() []Takeover {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Takeover, len(m.takeovers))
+	for i, t := range m.takeovers {
+		out[len(out)-1-i] = t
+	}
+	return out
 }
 
 // NewMetrics creates the grains' collectors and registers them with reg
