@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,7 +35,7 @@ type options struct {
 	logLevel                                            string
 	timing                                              actors.Timing
 	ticketTTL, helloTimeout, hbIdle, hbTimeout          time.Duration
-	reclaimInterval                                     time.Duration
+	reclaimInterval, reclaimLease                       time.Duration
 	secretsRefresh, ticketKeyRotation                   time.Duration
 	drainTimeout                                        time.Duration
 	probeInterval                                       time.Duration
@@ -85,6 +87,7 @@ func parseFlags(args []string) (options, error) {
 	hbIdle := fs.Duration("heartbeat-idle", edge.DefaultHeartbeatIdle, "send ServerPing after this long without a client frame")
 	hbTimeout := fs.Duration("heartbeat-timeout", edge.DefaultHeartbeatTimeout, "close (4408) this long after the last client frame")
 	reclaim := fs.Duration("reclaim-interval", 30*time.Second, "how often this member wakes the unfinished matches it owns")
+	lease := fs.Duration("reclaim-lease", 15*time.Second, "the reclaimer leaves a match alone if another member still in this member's view wrote it this recently")
 	probe := fs.Duration("probe-interval", 0, "memberlist probe interval (0: the cluster default, tuned for a LAN)")
 	suspMult := fs.Int("suspicion-mult", 0, "memberlist suspicion multiplier (0: the cluster default)")
 	suspMax := fs.Int("suspicion-max-timeout-mult", 0, "upper bound of the suspicion timeout while confirmations are missing, as a multiple of the base (0: the cluster default)")
@@ -123,7 +126,7 @@ func parseFlags(args []string) (options, error) {
 	o.timing = actors.Timing{DecisionTime: *decision, BankTime: *bank, AbsenceTimeout: *absence, ClockInterval: *clock,
 		SeatKeepAlive: *keepAlive, SnapshotEvery: *snapEvery, IdleStop: *idleStop, BotThink: *botThink}
 	o.ticketTTL, o.helloTimeout, o.hbIdle, o.hbTimeout = *ttl, *hello, *hbIdle, *hbTimeout
-	o.reclaimInterval, o.probeInterval, o.demoDelay = *reclaim, *probe, *demoDelay
+	o.reclaimInterval, o.reclaimLease, o.probeInterval, o.demoDelay = *reclaim, *lease, *probe, *demoDelay
 	o.suspicionMult, o.suspicionMaxMult = *suspMult, *suspMax
 	o.debugListen = *debugListen
 	if o.debugListen != "" {
@@ -230,6 +233,9 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 
 	var node *cluster.Node
 	var kinds []*pcluster.Kind
+	// draining refuses new activations once the drain began or peers
+	// evicted this member: its matches belong elsewhere from then on.
+	var draining atomic.Bool
 	// One registry holds every metric of this node; the edge serves it at
 	// /metrics. Parts that add metrics register their collectors here.
 	registry := edge.NewRegistry()
@@ -241,6 +247,15 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		kind, err := actors.NewMatchKind(actors.GrainDeps{
 			Store: store, Rules: actors.GameRules{}, Timing: o.timing, Logger: log, Metrics: grainMetrics,
 			Owner: func() string { return node.ID() },
+			MayActivate: func() error {
+				switch {
+				case draining.Load():
+					return errors.New("this member is draining")
+				case node.Unsettled():
+					return errors.New("this process was stalled moments ago; its view of the cluster may be stale")
+				}
+				return nil
+			},
 		})
 		if err != nil {
 			return err
@@ -317,17 +332,20 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		go func() { errc <- fmt.Errorf("tcp: %w", srv.ServeTCP(tl)) }()
 	}
 	if !o.edgeOnly {
+		lease := newLeases(node, o.reclaimLease)
 		rc, err := cluster.NewReclaimer(node, cluster.ReclaimerConfig{
 			Kind: actors.MatchKind, Interval: o.reclaimInterval,
 			List: func(ctx context.Context, after string, limit int) ([]string, error) {
 				ms, err := store.ListUnfinished(ctx, after, limit)
+				lease.page(ms)
 				ids := make([]string, len(ms))
 				for i, m := range ms {
 					ids[i] = m.MatchID
 				}
 				return ids, err
 			},
-			Wake: func(string) any { return &actors.Wake{} },
+			Leased: lease.held,
+			Wake:   func(string) any { return &actors.Wake{} },
 		})
 		if err != nil {
 			node.Kill()
@@ -377,6 +395,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 			runErr = nil
 		}
 	}
+	draining.Store(true)
 	drain(o, srv, hs, node, log)
 	// The fenced-write count says whether this member lived on as a stale
 	// owner (frozen, partitioned) and was stopped by the store's fence. It
@@ -422,6 +441,47 @@ func drain(o options, srv *edge.Server, hs *http.Server, node *cluster.Node, log
 		log.Warn("leave cluster", "err", err)
 	}
 	log.Info("matchd drained", "took", time.Since(start).Round(time.Millisecond))
+}
+
+// leases tells the reclaimer which matches a live owner holds: the last
+// page List returned, with each match's owner and the age of its last write.
+type leases struct {
+	node  *cluster.Node
+	lease time.Duration
+	mu    sync.Mutex
+	last  map[string]persistence.MatchInfo
+}
+
+func newLeases(node *cluster.Node, lease time.Duration) *leases {
+	return &leases{node: node, lease: lease}
+}
+
+func (l *leases) page(ms []persistence.MatchInfo) {
+	m := make(map[string]persistence.MatchInfo, len(ms))
+	for _, info := range ms {
+		m[info.MatchID] = info
+	}
+	l.mu.Lock()
+	l.last = m
+	l.mu.Unlock()
+}
+
+// held: another member, still in this member's view, wrote the match
+// within the lease. A member that is gone from the view holds nothing, so
+// a crashed owner's matches are reclaimed at once.
+func (l *leases) held(id string) bool {
+	l.mu.Lock()
+	info, ok := l.last[id]
+	l.mu.Unlock()
+	if !ok || info.Owner == "" || info.Owner == l.node.ID() || info.Age >= l.lease {
+		return false
+	}
+	for _, m := range l.node.Members() {
+		if m.ID == info.Owner {
+			return true
+		}
+	}
+	return false
 }
 
 // purgeTickets forgets used-ticket records once their tickets have expired:
