@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -24,6 +25,7 @@ import (
 	"github.com/matchgrain/matchgrain/edge/grains"
 	"github.com/matchgrain/matchgrain/game"
 	"github.com/matchgrain/matchgrain/persistence"
+	"github.com/matchgrain/matchgrain/web"
 )
 
 // options is every setting of a node, from flags and MATCHD_* variables.
@@ -31,7 +33,7 @@ type options struct {
 	nodeName, gossipAddr, join, remoteAddr, clusterName string
 	databaseURL, databaseSchema, dataDir                string
 	listen, tcpListen, adminToken, ticketKey, origins   string
-	edgeOnly, demo, demoExit, jsonLogs                  bool
+	edgeOnly, demo, demoExit, jsonLogs, publicPlay      bool
 	logLevel                                            string
 	timing                                              actors.Timing
 	ticketTTL, helloTimeout, hbIdle, hbTimeout          time.Duration
@@ -70,7 +72,8 @@ func parseFlags(args []string) (options, error) {
 	rotation := fs.Duration("ticket-key-rotation", 0, "replace the shared ticket key when it is this old (0: never); tickets in flight stay valid")
 	origins := fs.String("allowed-origins", "", "comma-separated browser origins allowed on /game ('*' for any)")
 	edgeOnly := fs.Bool("edge-only", false, "serve players but host no match grains")
-	demo := fs.Bool("demo", false, "after start, play a bot match against this node and print it")
+	demo := fs.Bool("demo", false, "after start, play a bot match against this node and print it; implies --public-play")
+	publicPlay := fs.Bool("public-play", false, "let browsers create bot and friend matches without the admin token (rate limited; see web/README.md)")
 	demoExit := fs.Bool("demo-exit", false, "with --demo: stop the node when the demo match is over")
 	jsonLogs := fs.Bool("json-logs", false, "log JSON instead of text")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
@@ -109,6 +112,10 @@ func parseFlags(args []string) (options, error) {
 	httpWrite := fs.Duration("http-write-timeout", edge.DefaultHTTPWriteTimeout, "time to write an HTTP response")
 	httpIdle := fs.Duration("http-idle-timeout", edge.DefaultHTTPIdleTimeout, "close keep-alive HTTP connections idle this long")
 	writeTimeout := fs.Duration("write-timeout", edge.DefaultWriteTimeout, "a game client that does not take a frame within this is disconnected")
+	intentRate := fs.Float64("intents-per-second", edge.DefaultIntentsPerSecond, "intents a connection may send per second")
+	intentBurst := fs.Int("intent-burst", edge.DefaultIntentBurst, "intents a connection may send at once")
+	abuseFactor := fs.Float64("abuse-factor", edge.DefaultAbuseFactor, "frames per second above this multiple of --intents-per-second, sustained over --abuse-window, close the connection (4413)")
+	abuseWindow := fs.Duration("abuse-window", edge.DefaultAbuseWindow, "see --abuse-factor")
 	metricsListen := fs.String("metrics-listen", "", "serve /metrics on this address only (e.g. a private 10.x:9100) instead of on --listen")
 	adminPrev := fs.String("admin-tokens-previous", "", "comma-separated admin tokens still accepted during a rotation (MATCHD_ADMIN_TOKENS_PREVIOUS)")
 	debugListen := fs.String("debug-listen", "", "loopback address (127.0.0.1:PORT) serving net/http/pprof under /debug/pprof/; empty: off")
@@ -123,6 +130,7 @@ func parseFlags(args []string) (options, error) {
 	o.databaseURL, o.databaseSchema, o.dataDir, o.listen, o.tcpListen = *dburl, *dbSchema, *dataDir, *listen, *tcpListen
 	o.adminToken, o.ticketKey, o.origins = *admin, *tkey, *origins
 	o.edgeOnly, o.demo, o.demoExit, o.jsonLogs, o.logLevel = *edgeOnly, *demo, *demoExit, *jsonLogs, *level
+	o.publicPlay = *publicPlay || *demo
 	o.timing = actors.Timing{DecisionTime: *decision, BankTime: *bank, AbsenceTimeout: *absence, ClockInterval: *clock,
 		SeatKeepAlive: *keepAlive, SnapshotEvery: *snapEvery, IdleStop: *idleStop, BotThink: *botThink}
 	o.ticketTTL, o.helloTimeout, o.hbIdle, o.hbTimeout = *ttl, *hello, *hbIdle, *hbTimeout
@@ -143,7 +151,8 @@ func parseFlags(args []string) (options, error) {
 	}
 	o.limits = edge.Config{MaxConnections: *maxConns, MaxConnectionsPerAddress: *maxPerAddr, MaxHandshakes: *maxHandshakes,
 		MaxBodyBytes: int64(*maxBody), MaxHeaderBytes: *maxHeader, HTTPHeaderTimeout: *httpHeader, HTTPReadTimeout: *httpRead,
-		HTTPWriteTimeout: *httpWrite, HTTPIdleTimeout: *httpIdle, WriteTimeout: *writeTimeout}
+		HTTPWriteTimeout: *httpWrite, HTTPIdleTimeout: *httpIdle, WriteTimeout: *writeTimeout,
+		IntentsPerSecond: *intentRate, IntentBurst: *intentBurst, AbuseFactor: *abuseFactor, AbuseWindow: *abuseWindow}
 	o.metricsListen, o.adminPrevious = *metricsListen, *adminPrev
 	if o.timing.BotThink >= o.timing.DecisionTime {
 		return o, errors.New("bot-think must be shorter than decision-time")
@@ -286,15 +295,32 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		return err
 	}
 	adminToken := sec.adminToken
-	srv, err := edge.New(edge.Config{
+	var srv *edge.Server
+	console := web.ConsoleAPI(web.ConsoleDeps{
+		Authorized: func(r *http.Request) bool { return srv.Authorized(r) },
+		Self:       node.ID(), Members: node.Members, Status: gw.Status, Takeovers: grainMetrics.RecentTakeovers,
+		Unfinished: store.ListUnfinished,
+	})
+	pages := web.Handler()
+	srv, err = edge.New(edge.Config{
 		TicketKey: sec.ticketKey, TicketPreviousKeys: sec.ticketAccept, TicketTTL: o.ticketTTL, AdminToken: adminToken, Decks: deckInfos,
 		HelloTimeout: o.helloTimeout, HeartbeatIdle: o.hbIdle, HeartbeatTimeout: o.hbTimeout,
 		AllowedOrigins: splitList(o.origins), Logger: log, Registry: registry,
+		PublicPlay: o.publicPlay,
+		Fallback: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/console/api/") {
+				console.ServeHTTP(w, r)
+				return
+			}
+			pages.ServeHTTP(w, r)
+		}),
 		AdminTokensPrevious: splitList(o.adminPrevious), SeparateMetrics: o.metricsListen != "",
 		MaxConnections: o.limits.MaxConnections, MaxConnectionsPerAddress: o.limits.MaxConnectionsPerAddress,
 		MaxHandshakes: o.limits.MaxHandshakes, MaxBodyBytes: o.limits.MaxBodyBytes, MaxHeaderBytes: o.limits.MaxHeaderBytes,
 		HTTPHeaderTimeout: o.limits.HTTPHeaderTimeout, HTTPReadTimeout: o.limits.HTTPReadTimeout,
 		HTTPWriteTimeout: o.limits.HTTPWriteTimeout, HTTPIdleTimeout: o.limits.HTTPIdleTimeout, WriteTimeout: o.limits.WriteTimeout,
+		IntentsPerSecond: o.limits.IntentsPerSecond, IntentBurst: o.limits.IntentBurst,
+		AbuseFactor: o.limits.AbuseFactor, AbuseWindow: o.limits.AbuseWindow,
 	}, grains.Matches(gw))
 	if err != nil {
 		node.Kill()
