@@ -332,6 +332,8 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		return fmt.Errorf("listen %s: %w", o.listen, err)
 	}
 	hs := srv.HTTPServer()
+	admin := &adminAPI{token: adminToken, node: node, store: store, rules: actors.GameRules{}, timing: o.timing, log: log}
+	hs.Handler = admin.wrap(hs.Handler)
 	errc := make(chan error, 5)
 	go func() { errc <- fmt.Errorf("http: %w", hs.Serve(srv.LimitListener(httpLn))) }()
 	metricsAddr := httpLn.Addr().String()
