@@ -28,7 +28,14 @@ var binaries [2]struct {
 	err  error
 }
 
-func matchdBin(t *testing.T, race bool) string {
+// matchdBin is the plain build of matchd.
+func matchdBin(t *testing.T) string {
+	t.Helper()
+	return matchdBuild(t, false)
+}
+
+// matchdBuild is the matchd build of this test binary, with -race if race.
+func matchdBuild(t *testing.T, race bool) string {
 	t.Helper()
 	i := 0
 	if race {
@@ -119,7 +126,7 @@ func startProcOpts(t *testing.T, name string, o procOpts, args ...string) *proc 
 	if o.secrets {
 		base = append(base, "--admin-token", testAdminToken, "--ticket-key", testTicketKey)
 	}
-	cmd := exec.Command(matchdBin(t, o.race), append(base, args...)...)
+	cmd := exec.Command(matchdBuild(t, o.race), append(base, args...)...)
 	// A -race binary sleeps 1 s before exiting by default; races are
 	// reported as they happen, so skip that wait.
 	cmd.Env = append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))

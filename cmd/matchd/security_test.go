@@ -41,7 +41,7 @@ func TestSecureByDefault(t *testing.T) {
 	t.Run("refused", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, matchdBin(t, false), "--gossip-addr", gossip, "--remote-addr", "127.0.0.1:0",
+		cmd := exec.CommandContext(ctx, matchdBin(t), "--gossip-addr", gossip, "--remote-addr", "127.0.0.1:0",
 			"--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--admin-token", testAdminToken, "--ticket-key", testTicketKey)
 		out, err := cmd.CombinedOutput()
 		if err == nil || cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 1 {
