@@ -2,13 +2,20 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: test race vet lint fuzz-smoke bench chaos-smoke measure demo games-1m ts-test
+.PHONY: test deploy-test race vet lint fuzz-smoke bench chaos-smoke measure demo games-1m ts-test
 
 ## test: vet, then the whole suite under -race with a throwaway PostgreSQL, then
 ## the TypeScript client's tests.
 test: vet
 	deploy/pg-throwaway.sh run --fast -- $(GO) test -race -timeout 20m -count=1 $(PKGS)
 	$(MAKE) ts-test
+	$(MAKE) deploy-test
+
+## deploy-test: the deployment artifacts (deploy/: image recipe, compose file,
+## Kubernetes manifests, alert rules, dashboard, local-cluster.sh) checked
+## against a matchd built from this tree. A module of its own (deploy/go.mod).
+deploy-test:
+	cd deploy && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
 
 ## ts-test: the TypeScript client library (clients/ts): vectors, board, session,
 ## and a match against a real matchd built with $(GO). Needs Node.js >= 18 and npm.

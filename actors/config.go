@@ -24,6 +24,10 @@ type Timing struct {
 	SnapshotEvery int
 	// IdleStop stops the activation of a finished match after this long without requests (default 1 min).
 	IdleStop time.Duration
+	// BotThink is how long a bot seat waits after its decision starts before
+	// it acts (default 1 s). A bot never waits more than half of
+	// DecisionTime, so it never spends its bank.
+	BotThink time.Duration
 }
 
 // DefaultTiming returns the protocol's default durations.
@@ -36,7 +40,14 @@ func DefaultTiming() Timing {
 		SeatKeepAlive:  2 * time.Second,
 		SnapshotEvery:  32,
 		IdleStop:       time.Minute,
+		BotThink:       time.Second,
 	}
+}
+
+// botThink is the think time a bot actually takes: BotThink, at most half
+// of DecisionTime.
+func (t Timing) botThink() time.Duration {
+	return min(t.BotThink, t.DecisionTime/2)
 }
 
 // Validate reports the first setting that cannot work.
@@ -56,6 +67,8 @@ func (t Timing) Validate() error {
 		return errors.New("snapshot-every must be positive")
 	case t.IdleStop <= 0:
 		return errors.New("idle-stop must be positive")
+	case t.BotThink < 0:
+		return errors.New("bot-think must not be negative")
 	}
 	return nil
 }

@@ -101,12 +101,29 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 	return &Gateway{cfg: cfg, log: cfg.Logger, open: map[string]int{}, live: map[*Seat]struct{}{}}, nil
 }
 
-// CreateMatch validates the decks, records the match durably and wakes its
-// grain so that its clocks run from now. seed nil picks a random seed.
+// MatchSpec describes a match to create.
+type MatchSpec struct {
+	// Names are the players' display names, Decks their deck ids.
+	Names, Decks [2]string
+	// Bots marks the seats the match grain plays itself (a training match);
+	// no connection can take such a seat.
+	Bots [2]bool
+	// Seed is the engine seed; nil picks a random one.
+	Seed *uint64
+}
+
+// CreateMatch creates a match between two players (see Create).
 func (g *Gateway) CreateMatch(ctx context.Context, names [2]string, decks [2]string, seed *uint64) (string, error) {
+	return g.Create(ctx, MatchSpec{Names: names, Decks: decks, Seed: seed})
+}
+
+// Create validates the decks, records the match (seat kinds included)
+// durably and wakes its grain so that its clocks, and its bots, run from now.
+func (g *Gateway) Create(ctx context.Context, spec MatchSpec) (string, error) {
+	names, decks := spec.Names, spec.Decks
 	var s uint64
-	if seed != nil {
-		s = *seed
+	if spec.Seed != nil {
+		s = *spec.Seed
 	} else {
 		var b [8]byte
 		if _, err := rand.Read(b[:]); err != nil {
@@ -121,7 +138,7 @@ func (g *Gateway) CreateMatch(ctx context.Context, names [2]string, decks [2]str
 	if err != nil {
 		return "", err
 	}
-	meta, err := encodeInternal(matchMeta{Names: names, Decks: decks, Seed: s, CreatedAt: time.Now().UnixMilli()})
+	meta, err := encodeInternal(matchMeta{Names: names, Decks: decks, Seed: s, CreatedAt: time.Now().UnixMilli(), Bots: spec.Bots})
 	if err != nil {
 		return "", err
 	}

@@ -99,6 +99,9 @@ type grain struct {
 	seats         [2]*attachment
 	timer         *time.Timer
 	lastClockSent int64
+	// botStuckAt is the log position at which a bot seat failed to act
+	// (memory only: a new activation tries again once).
+	botStuckAt int64
 }
 
 type journalKey struct {
@@ -142,6 +145,7 @@ func (g *grain) activate(ctx actor.Context, id string) {
 	g.log = g.deps.Logger.With("match", id)
 	g.journal = map[journalKey]journalEntry{}
 	g.rejected = map[journalKey]protocol.ServerIntentResult{}
+	started := time.Now()
 	sctx, cancel := g.storeCtx()
 	defer cancel()
 	rec, err := g.deps.Store.Claim(sctx, id, g.deps.Owner())
@@ -163,12 +167,16 @@ func (g *grain) activate(ctx actor.Context, id string) {
 	g.state = stateRunning
 	if g.deps.Metrics != nil {
 		g.deps.Metrics.ActiveGrains.Add(1)
+		if g.epoch > 1 && !g.engine.IsFinished() {
+			g.deps.Metrics.addTakeover(Takeover{MatchID: id, Epoch: g.epoch, At: time.Now(), LogSeq: g.logSeq,
+				RecoveryMs: time.Since(started).Milliseconds()})
+		}
 	}
 	now := g.now()
 	// Connections do not survive an activation change: a seat the log
 	// thinks present is absent from now until its edge re-attaches.
 	for s := range 2 {
-		if g.absent.Since[s] == 0 {
+		if g.absent.Since[s] == 0 && !g.isBot(s) {
 			g.absent.Since[s] = now
 		}
 	}
@@ -210,6 +218,11 @@ func (g *grain) recover(rec persistence.Recovery) error {
 		g.engine, g.events, g.journalFrom = eng, evs, 1
 		g.clock = newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.deps.Timing)
 		g.absent = absence{Since: [2]int64{g.meta.CreatedAt, g.meta.CreatedAt}}
+		for s := range 2 {
+			if g.isBot(s) {
+				g.absent.Since[s] = 0 // a bot is never away
+			}
+		}
 	}
 	for _, le := range rec.Tail {
 		var e logEntry
@@ -430,6 +443,8 @@ func (g *grain) onMessage(ctx actor.Context, m *envelope.Msg) {
 	switch v := m.V.(type) {
 	case *Wake:
 		g.respond(ctx, &Reply{Code: ReplyOK})
+	case *Inspect:
+		g.respond(ctx, &Reply{Code: ReplyOK, Status: g.status()})
 	case *AttachSeat:
 		g.onAttach(ctx, v)
 	case *SubmitIntent:

@@ -13,6 +13,8 @@ type matchMeta struct {
 	Decks     [2]string `msgpack:"d"`
 	Seed      uint64    `msgpack:"s"`
 	CreatedAt int64     `msgpack:"c"`
+	// Bots marks the seats the grain plays itself (training matches).
+	Bots [2]bool `msgpack:"b,omitempty"`
 }
 
 // entryKind tells what a command-log entry records.

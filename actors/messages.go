@@ -89,7 +89,9 @@ type Reply struct {
 	LastSeq int64
 	// NotAttached answers a SeatPing: the indexes of its seats that the
 	// grain does not hold.
-	NotAttached []int
+	NotAttached []int `msgpack:",omitempty"`
+	// Status answers an Inspect.
+	Status *MatchStatus `msgpack:",omitempty"`
 }
 
 // OutFrame is one encoded server frame for a seat. ToSeq is the last event
@@ -133,6 +135,7 @@ const (
 
 func init() {
 	envelope.Register("mg.Wake", func() any { return &Wake{} })
+	envelope.Register("mg.Inspect", func() any { return &Inspect{} })
 	envelope.Register("mg.AttachSeat", func() any { return &AttachSeat{} })
 	envelope.Register("mg.SubmitIntent", func() any { return &SubmitIntent{} })
 	envelope.Register("mg.ResyncSeat", func() any { return &ResyncSeat{} })

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +25,44 @@ type Metrics struct {
 	// Appends); AppendDuration is their latency distribution.
 	AppendSeconds  prometheus.Counter
 	AppendDuration prometheus.Histogram
+
+	mu        sync.Mutex
+	takeovers []Takeover // ring, newest last
+}
+
+// Takeover is an activation of an unfinished match that an earlier
+// activation owned: a failover, a drain or a restart, as this member saw it.
+type Takeover struct {
+	MatchID string    `json:"matchId"`
+	Epoch   int64     `json:"epoch"`
+	At      time.Time `json:"at"`
+	// LogSeq is the log position the match was recovered at; RecoveryMs how
+	// long claiming and replaying took.
+	LogSeq     int64 `json:"logSeq"`
+	RecoveryMs int64 `json:"recoveryMs"`
+}
+
+// maxTakeovers bounds the takeovers a member remembers.
+const maxTakeovers = 64
+
+func (m *Metrics) addTakeover(t Takeover) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.takeovers) == maxTakeovers {
+		m.takeovers = append(m.takeovers[:0], m.takeovers[1:]...)
+	}
+	m.takeovers = append(m.takeovers, t)
+}
+
+// RecentTakeovers returns the last takeovers of this member, newest first.
+func (m *Metrics) RecentTakeovers() []Takeover {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Takeover, len(m.takeovers))
+	for i, t := range m.takeovers {
+		out[len(out)-1-i] = t
+	}
+	return out
 }
 
 // NewMetrics creates the grains' collectors and registers them with reg

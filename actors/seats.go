@@ -20,6 +20,10 @@ func (g *grain) onAttach(ctx actor.Context, m *AttachSeat) {
 		g.respond(ctx, &Reply{Code: ReplyBadRequest, Message: "bad seat"})
 		return
 	}
+	if g.isBot(m.Seat) {
+		g.respond(ctx, &Reply{Code: ReplyBadRequest, Message: "seat is played by a bot"})
+		return
+	}
 	if !m.Reattach {
 		sctx, cancel := g.storeCtx()
 		err := g.deps.Store.ConsumeTicket(sctx, m.TicketID, time.UnixMilli(m.TicketExpiresMs))
@@ -161,6 +165,9 @@ func (g *grain) reject(ctx actor.Context, a *attachment, key journalKey, ci *pro
 }
 
 func (g *grain) sendResult(ctx actor.Context, a *attachment, r protocol.ServerIntentResult) {
+	if a == nil {
+		return // a bot's intent: the grain itself is the sender
+	}
 	ctx.Send(a.pid, envelope.Wrap(&SeatFrames{Epoch: g.epoch, Frames: []OutFrame{g.frame(&r, 0)}}))
 }
 
@@ -270,6 +277,10 @@ func (g *grain) onTick(ctx actor.Context) {
 		if g.state != stateRunning {
 			return
 		}
+		g.botAct(ctx, now)
+		if g.state != stateRunning {
+			return
+		}
 	}
 	if !g.engine.IsFinished() && now-g.lastClockSent >= g.deps.Timing.ClockInterval.Milliseconds() {
 		g.lastClockSent = now
@@ -310,6 +321,7 @@ func (g *grain) scheduleTick(ctx actor.Context) {
 		consider(g.clock.timeoutAt(t))
 		consider(g.absent.next(t))
 		consider(g.lastClockSent + t.ClockInterval.Milliseconds())
+		consider(g.botDue())
 	}
 	g.stopTimer()
 	d := max(time.Duration(next-now)*time.Millisecond, time.Millisecond)

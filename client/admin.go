@@ -49,6 +49,8 @@ func (e *APIError) Error() string {
 type PlayerSpec struct {
 	Name string `json:"name"`
 	Deck string `json:"deck"`
+	// Bot makes the server play this seat itself (a training match).
+	Bot bool `json:"bot,omitempty"`
 }
 
 // TicketInfo is an issued ticket.

@@ -68,6 +68,9 @@ func (s *Server) routes() http.Handler {
 		"/api/game/tickets": {"api_tickets", http.MethodPost, true, s.apiHandler(s.issueTicket)},
 		"/api/decks":        {"api_decks", http.MethodGet, true, s.apiHandler(s.listDecks)},
 	}
+	if s.cfg.SeparateMetrics {
+		delete(table, "/metrics") // served by MetricsHandler on its own listener
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rt, ok := table[r.URL.Path]
 		if !ok {
@@ -94,8 +97,10 @@ func (s *Server) serveRoute(rt route, w http.ResponseWriter, r *http.Request) in
 	return rt.serve(w, r)
 }
 
-// authorized checks "Authorization: Bearer <admin token>" in constant time
-// (hashing first, so that not even the length leaks).
+// authorized checks "Authorization: Bearer <admin token>" against the
+// current and previous admin tokens in constant time: hashing first, so that
+// not even the length leaks, and comparing with every token, so that the
+// time does not say which one matched.
 func (s *Server) authorized(r *http.Request) bool {
 	h := r.Header.Get("Authorization")
 	scheme, token, ok := strings.Cut(h, " ")
@@ -103,8 +108,11 @@ func (s *Server) authorized(r *http.Request) bool {
 		return false
 	}
 	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	want := sha256.Sum256([]byte(s.cfg.AdminToken))
-	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
+	match := 0
+	for _, t := range s.adminTokens {
+		match |= subtle.ConstantTimeCompare(got[:], t[:])
+	}
+	return match == 1
 }
 
 func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) int {
@@ -114,6 +122,20 @@ func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) int {
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	return http.StatusOK
+}
+
+// MetricsHandler serves GET /metrics alone, for a listener of its own (see
+// Config.SeparateMetrics). Requests are counted like Handler's.
+func (s *Server) MetricsHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
+			s.metrics.httpRequest("other", http.StatusNotFound)
+			return
+		}
+		rt := route{"metrics", http.MethodGet, false, s.serveMetrics}
+		s.metrics.httpRequest(rt.name, s.serveRoute(rt, w, r))
+	})
 }
 
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) int {
@@ -206,6 +228,8 @@ type createMatchRequest struct {
 	Players []struct {
 		Name string `json:"name"`
 		Deck string `json:"deck"`
+		// Bot makes the match play this seat itself (a training match).
+		Bot bool `json:"bot"`
 	} `json:"players"`
 	// Seed is a JSON number or a decimal string (JavaScript clients cannot
 	// write integers above 2^53 as numbers).
@@ -224,7 +248,7 @@ func (s *Server) createMatch(ctx context.Context, r *http.Request) (int, any, er
 	if len(req.Players) != 2 {
 		return 0, nil, badRequest("bad_players", "players must list exactly 2 players, got %d", len(req.Players))
 	}
-	var names, decks [2]string
+	var spec MatchSpec
 	known := s.deckIDs()
 	for i, p := range req.Players {
 		if err := validateName(p.Name); err != nil {
@@ -236,22 +260,21 @@ func (s *Server) createMatch(ctx context.Context, r *http.Request) (int, any, er
 		if known != nil && !known[p.Deck] {
 			return 0, nil, badRequest("unknown_deck", "players[%d].deck %q is not a known deck (see GET /api/decks)", i, p.Deck)
 		}
-		names[i], decks[i] = p.Name, p.Deck
+		spec.Names[i], spec.Decks[i], spec.Bots[i] = p.Name, p.Deck, p.Bot
 	}
-	var seed *uint64
 	if req.Seed != nil && string(*req.Seed) != "null" {
 		v, err := parseSeed(*req.Seed)
 		if err != nil {
 			return 0, nil, badRequest("bad_seed", "seed must be an integer in 0..18446744073709551615")
 		}
-		seed = &v
+		spec.Seed = &v
 	}
-	id, err := s.matches.CreateMatch(ctx, names, decks, seed)
+	id, err := s.matches.CreateMatch(ctx, spec)
 	if err != nil {
 		return 0, nil, fmt.Errorf("create match: %w", err)
 	}
 	s.metrics.matchesCreated.Add(1)
-	s.log.Info("edge: match created", "match", id, "decks", decks)
+	s.log.Info("edge: match created", "match", id, "decks", spec.Decks, "bots", spec.Bots)
 	return http.StatusCreated, createMatchResponse{MatchID: id}, nil
 }
 

@@ -55,6 +55,15 @@ const (
 	ReasonShutdown
 	// ReasonMatchShutdown: the match's node drains; 1001 (TCP: Internal).
 	ReasonMatchShutdown
+	// ReasonConnLimitAddress: refused at accept, the client address has
+	// MaxConnectionsPerAddress open; HTTP 429, TCP: RateLimited.
+	ReasonConnLimitAddress
+	// ReasonConnLimitTotal: refused at accept, the edge has MaxConnections
+	// open; HTTP 503, TCP: RateLimited.
+	ReasonConnLimitTotal
+	// ReasonHandshakeLimit: refused at accept, MaxHandshakes connections
+	// have not finished their handshake yet; HTTP 503, TCP: RateLimited.
+	ReasonHandshakeLimit
 
 	reasonCount // one past the last reason; sizes the metrics arrays
 )
@@ -102,6 +111,9 @@ var reasons = [reasonCount]reasonInfo{
 	ReasonInternal:           {"internal", protocol.CloseInternal, protocol.ErrorInternal, noErrorCode, "internal error"},
 	ReasonShutdown:           {"shutdown", closeGoingAway, noErrorCode, protocol.ErrorInternal, "server shutting down"},
 	ReasonMatchShutdown:      {"match_shutdown", closeGoingAway, noErrorCode, protocol.ErrorInternal, "match moving"},
+	ReasonConnLimitAddress:   {"conn_limit_address", 0, noErrorCode, protocol.ErrorRateLimited, "too many from this address"},
+	ReasonConnLimitTotal:     {"conn_limit_total", 0, noErrorCode, protocol.ErrorRateLimited, "server full"},
+	ReasonHandshakeLimit:     {"handshake_limit", 0, noErrorCode, protocol.ErrorRateLimited, "too many handshakes"},
 }
 
 func (r CloseReason) info() reasonInfo {

@@ -37,6 +37,10 @@ type Config struct {
 	// AdminToken is the bearer token of /api/*. Required; it is compared in
 	// constant time and never logged.
 	AdminToken string
+	// AdminTokensPrevious are also accepted on /api/*, for rotation: deploy
+	// the new token as AdminToken with the old one here, move the API's
+	// callers to the new one, then drop the old one.
+	AdminTokensPrevious []string
 	// Decks lists the decks for GET /api/decks and for checking the decks of
 	// POST /api/matches. Nil: no decks are listed and deck ids are passed to
 	// Matches.CreateMatch unchecked.
@@ -86,6 +90,33 @@ type Config struct {
 	AllowedOrigins []string
 	// MaxBodyBytes bounds an HTTP API request body (default 64 KiB).
 	MaxBodyBytes int64
+	// MaxHeaderBytes bounds an HTTP request's header (default 16 KiB).
+	MaxHeaderBytes int
+
+	// MaxConnections bounds the open connections of the listeners wrapped
+	// by LimitListener and ServeTCP together (default 20000).
+	MaxConnections int
+	// MaxConnectionsPerAddress bounds them per client IPv4 address or IPv6
+	// /64 (default 64: a household or a small office behind one NAT).
+	MaxConnectionsPerAddress int
+	// MaxHandshakes bounds the connections that have not yet finished an
+	// HTTP request or opened a seat with ClientHello (default 1024).
+	MaxHandshakes int
+	// HTTPHeaderTimeout bounds reading an HTTP request's header (default 5 s).
+	HTTPHeaderTimeout time.Duration
+	// HTTPReadTimeout bounds reading a whole HTTP request, body included
+	// (default 10 s).
+	HTTPReadTimeout time.Duration
+	// HTTPWriteTimeout bounds writing an HTTP response (default 15 s: it
+	// runs from the end of the request header, so it covers RequestTimeout).
+	HTTPWriteTimeout time.Duration
+	// HTTPIdleTimeout closes keep-alive HTTP connections idle this long
+	// (default 60 s).
+	HTTPIdleTimeout time.Duration
+	// SeparateMetrics makes Handler answer 404 on /metrics: the caller
+	// serves MetricsHandler on a listener of its own (matchd
+	// --metrics-listen), away from the players' network.
+	SeparateMetrics bool
 
 	// Registry receives the edge's metrics and is what GET /metrics serves,
 	// so a node registers all its collectors in it (matchd adds the match
@@ -113,6 +144,14 @@ const (
 	DefaultOutboundQueueFrames = 512
 	DefaultOutboundQueueBytes  = 4 << 20
 	DefaultMaxBodyBytes        = 64 << 10
+	DefaultMaxHeaderBytes      = 16 << 10
+	DefaultMaxConnections      = 20000
+	DefaultMaxConnsPerAddress  = 64
+	DefaultMaxHandshakes       = 1024
+	DefaultHTTPHeaderTimeout   = 5 * time.Second
+	DefaultHTTPReadTimeout     = 10 * time.Second
+	DefaultHTTPWriteTimeout    = 15 * time.Second
+	DefaultHTTPIdleTimeout     = 60 * time.Second
 )
 
 // withDefaults returns c with every zero field set to its default.
@@ -148,6 +187,19 @@ func (c Config) withDefaults() Config {
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	setInt := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	setInt(&c.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	setInt(&c.MaxConnections, DefaultMaxConnections)
+	setInt(&c.MaxConnectionsPerAddress, DefaultMaxConnsPerAddress)
+	setInt(&c.MaxHandshakes, DefaultMaxHandshakes)
+	setDur(&c.HTTPHeaderTimeout, DefaultHTTPHeaderTimeout)
+	setDur(&c.HTTPReadTimeout, DefaultHTTPReadTimeout)
+	setDur(&c.HTTPWriteTimeout, DefaultHTTPWriteTimeout)
+	setDur(&c.HTTPIdleTimeout, DefaultHTTPIdleTimeout)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -173,6 +225,10 @@ func (c *Config) Validate() error {
 		{"request-timeout", c.RequestTimeout},
 		{"close-linger", c.CloseLinger},
 		{"abuse-window", c.AbuseWindow},
+		{"http-header-timeout", c.HTTPHeaderTimeout},
+		{"http-read-timeout", c.HTTPReadTimeout},
+		{"http-write-timeout", c.HTTPWriteTimeout},
+		{"http-idle-timeout", c.HTTPIdleTimeout},
 	}
 	switch {
 	case len(c.TicketKey) < MinTicketKeyLen:
@@ -205,6 +261,19 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("outbound-queue-bytes must be at least %d", protocol.MaxFrameBytes)
 	case c.MaxBodyBytes <= 0:
 		return errors.New("max-body-bytes must be positive")
+	case c.MaxHeaderBytes <= 0:
+		return errors.New("max-header-bytes must be positive")
+	case c.MaxConnections <= 0:
+		return errors.New("max-connections must be positive")
+	case c.MaxConnectionsPerAddress <= 0:
+		return errors.New("max-connections-per-address must be positive")
+	case c.MaxHandshakes <= 0:
+		return errors.New("max-handshakes must be positive")
+	}
+	for i, t := range c.AdminTokensPrevious {
+		if t == "" {
+			return fmt.Errorf("admin-tokens-previous[%d] must not be empty", i)
+		}
 	}
 	for _, o := range c.AllowedOrigins {
 		if o == "*" {

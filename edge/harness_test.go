@@ -92,7 +92,7 @@ func checkNoSessionGoroutines(t testing.TB) {
 // newMatch creates a match through the Matches under test.
 func (h *harness) newMatch() string {
 	h.t.Helper()
-	id, err := h.matches.CreateMatch(context.Background(), [2]string{"Ann", "Bob"}, [2]string{"S1", "S2"}, nil)
+	id, err := h.matches.CreateMatch(context.Background(), edge.MatchSpec{Names: [2]string{"Ann", "Bob"}, Decks: [2]string{"S1", "S2"}})
 	if err != nil {
 		h.t.Fatalf("create match: %v", err)
 	}

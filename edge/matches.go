@@ -13,11 +13,9 @@ import (
 // the actors package's Gateway satisfies. All methods are safe for concurrent
 // use and may block until ctx is done.
 type Matches interface {
-	// CreateMatch creates a match and returns its id. decks are deck ids
-	// ("S1", "S2"), names the players' display names, seed the engine seed
-	// (nil: the cluster picks one). Errors: ErrBadRequest, ErrUnavailable
-	// (retry later), others internal.
-	CreateMatch(ctx context.Context, names [2]string, decks [2]string, seed *uint64) (string, error)
+	// CreateMatch creates the match spec describes and returns its id.
+	// Errors: ErrBadRequest, ErrUnavailable (retry later), others internal.
+	CreateMatch(ctx context.Context, spec MatchSpec) (string, error)
 	// MatchExists reports whether matchID is known (for the ticket endpoint's 404).
 	MatchExists(ctx context.Context, matchID string) (bool, error)
 	// OpenSeat attaches a connection to a seat. The ticket (already verified
@@ -29,6 +27,17 @@ type Matches interface {
 	// arrives through sink.Deliver in order. Errors: ErrMatchNotFound,
 	// ErrTicketUsed, ErrUnavailable (retry later), others internal.
 	OpenSeat(ctx context.Context, req OpenSeatRequest, sink SeatSink) (Seat, error)
+}
+
+// MatchSpec describes a match to create.
+type MatchSpec struct {
+	// Names are the players' display names; Decks their deck ids ("S1", "S2").
+	Names, Decks [2]string
+	// Bots marks the seats the match plays itself (a training match): no
+	// ticket opens such a seat.
+	Bots [2]bool
+	// Seed is the engine seed; nil lets the cluster pick one.
+	Seed *uint64
 }
 
 // OpenSeatRequest names the seat a verified ticket grants.

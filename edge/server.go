@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +28,9 @@ type Server struct {
 	tickets *Ticketer
 	log     *slog.Logger
 	metrics *metrics
+	limits  *connLimiter
+	// adminTokens are the SHA-256 of AdminToken and AdminTokensPrevious.
+	adminTokens [][sha256.Size]byte
 	// metricsHandler serves cfg.Registry at GET /metrics.
 	metricsHandler http.Handler
 
@@ -65,6 +69,7 @@ func New(cfg Config, matches Matches) (*Server, error) {
 		metricsHandler: promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{
 			ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn), ErrorHandling: promhttp.ContinueOnError,
 		}),
+		limits:    newConnLimiter(cfg),
 		cfg:       cfg,
 		matches:   matches,
 		tickets:   tickets,
@@ -92,7 +97,13 @@ func New(cfg Config, matches Matches) (*Server, error) {
 		WriteBufferPool: &sync.Pool{},
 		CheckOrigin:     s.checkOrigin,
 	}
+	for _, t := range append([]string{cfg.AdminToken}, cfg.AdminTokensPrevious...) {
+		s.adminTokens = append(s.adminTokens, sha256.Sum256([]byte(t)))
+	}
 	s.handler = s.routes()
+	if err := s.registerLimitMetrics(); err != nil {
+		return nil, fmt.Errorf("edge config: %w", err)
+	}
 	return s, nil
 }
 
@@ -154,9 +165,11 @@ func (s *Server) ServeTCP(l net.Listener) error {
 	}
 	s.listeners[l] = struct{}{}
 	s.mu.Unlock()
+	raw := l
+	l = &limitedListener{Listener: raw, srv: s, isTCP: true}
 	defer func() {
 		s.mu.Lock()
-		delete(s.listeners, l)
+		delete(s.listeners, raw)
 		s.mu.Unlock()
 		_ = l.Close() // may already be closed by Shutdown
 	}()

@@ -280,6 +280,7 @@ func (s *session) handshake() bool {
 	s.lastFrame.Store(now.UnixNano())
 	s.lim = newLimiter(s.cfg, now)
 	s.established.Store(true)
+	handshakeDone(s.t) // a player now: no longer counts against MaxHandshakes
 	return true
 }
 
@@ -293,6 +294,10 @@ func (s *session) seatFailed(op string, err error) {
 		r = ReasonMatchNotFound
 	case errors.Is(err, ErrTicketUsed):
 		r = ReasonTicketUsed
+	case errors.Is(err, ErrBadRequest):
+		// The match refuses the seat (a bot plays it): the ticket grants
+		// nothing, and the client must not retry it.
+		r = ReasonInvalidTicket
 	case errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		r = ReasonUnavailable
 	default:

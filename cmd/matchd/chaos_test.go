@@ -42,7 +42,7 @@ type chaosCluster struct {
 	admin  *client.Admin
 }
 
-func startChaosCluster(t *testing.T) *chaosCluster {
+func startChaosCluster(t *testing.T, extra ...string) *chaosCluster {
 	t.Helper()
 	cc := &chaosCluster{schema: pgtest.NewSchema(t)}
 	cc.common = []string{
@@ -52,6 +52,7 @@ func startChaosCluster(t *testing.T) *chaosCluster {
 	}
 	// Extra node flags for experiments, e.g. failure-detection tuning.
 	cc.common = append(cc.common, strings.Fields(os.Getenv("MATCHGRAIN_CHAOS_FLAGS"))...)
+	cc.common = append(cc.common, extra...)
 	cc.a = startProc(t, "a", cc.common...)
 	cc.b = startProc(t, "b", append(cc.common, "--join", cc.a.gossip)...)
 	cc.edge = startProc(t, "e", append(cc.common, "--join", cc.a.gossip, "--edge-only")...)
@@ -367,4 +368,73 @@ func TestChaosOrphanTimersFire(t *testing.T) {
 	if !v.IsFinished || v.Winner != protocol.NoWinner {
 		t.Fatalf("orphaned match: finished=%v winner=%d, want a draw by absence (both seats absent since creation)", v.IsFinished, v.Winner)
 	}
+}
+
+// TestChaosBotMatchSurvivesOwnerKill plays a bot-vs-bot training match on
+// PostgreSQL and kills -9 the member that owns it midway: the bots follow
+// their grain to the other member and finish the match there, and the log
+// was written by one epoch after the other.
+func TestChaosBotMatchSurvivesOwnerKill(t *testing.T) {
+	cc := startChaosCluster(t, "--bot-think", "40ms")
+	var id string
+	eventually(t, 30*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		seed := uint64(31)
+		var err error
+		id, err = cc.admin.CreateMatch(ctx, [2]client.PlayerSpec{{Name: "A", Deck: "S1", Bot: true}, {Name: "B", Deck: "S2", Bot: true}}, &seed)
+		return err
+	})
+	// Let the bots play a while on the first owner.
+	eventually(t, 30*time.Second, func() error {
+		if n := len(cc.logEpochs(t, id)); n < 20 {
+			return fmt.Errorf("%d log entries so far", n)
+		}
+		return nil
+	})
+	ownerID, epoch := cc.owner(t, id)
+	victim := cc.procByMember(ownerID)
+	if victim == nil {
+		t.Fatalf("owner %s is not a match member", ownerID)
+	}
+	before := len(cc.logEpochs(t, id))
+	victim.kill()
+	killed := time.Now()
+	eventually(t, 120*time.Second, func() error {
+		if !cc.finished(t, id) {
+			return fmt.Errorf("match %s not finished (%d log entries)", id, len(cc.logEpochs(t, id)))
+		}
+		return nil
+	})
+	newOwner, newEpoch := cc.owner(t, id)
+	if newOwner == ownerID || newEpoch <= epoch {
+		t.Fatalf("owner %s epoch %d after the kill (was %s, %d)", newOwner, newEpoch, ownerID, epoch)
+	}
+	epochs := cc.logEpochs(t, id)
+	if !slices.IsSorted(epochs) {
+		t.Fatalf("log epochs out of order (two writers?): %v", epochs)
+	}
+	if epochs[len(epochs)-1] <= epoch || len(epochs) <= before {
+		t.Fatalf("nothing written after the kill: %d entries, epochs %v", len(epochs), epochs)
+	}
+	t.Logf("bot match: %d entries before the kill, %d in all, finished %v after the kill on %s (epoch %d)",
+		before, len(epochs), time.Since(killed).Round(time.Millisecond), newOwner, newEpoch)
+}
+
+// finished reads the match's finished flag from the store.
+func (cc *chaosCluster) finished(t *testing.T, matchID string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, pgtest.URL(t))
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer func() { _ = conn.Close(ctx) }() // read-only connection
+	var done bool
+	q := fmt.Sprintf("SELECT finished FROM %s.matches WHERE match_id = $1", pgx.Identifier{cc.schema}.Sanitize())
+	if err := conn.QueryRow(ctx, q, matchID).Scan(&done); err != nil {
+		t.Fatalf("finished of %s: %v", matchID, err)
+	}
+	return done
 }

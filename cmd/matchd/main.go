@@ -40,7 +40,12 @@ type options struct {
 	suspicionMult, suspicionMaxMult                     int
 	demoDelay                                           time.Duration
 	security                                            cluster.Security
-	debugListen                                         string
+	// limits holds the edge's exhaustion limits and HTTP deadlines only;
+	// run copies them into the edge config.
+	limits        edge.Config
+	metricsListen string
+	adminPrevious string
+	debugListen   string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -74,6 +79,7 @@ func parseFlags(args []string) (options, error) {
 	keepAlive := fs.Duration("seat-keepalive", def.SeatKeepAlive, "how often an edge proves a seat's connection to its grain")
 	snapEvery := fs.Int("snapshot-every", def.SnapshotEvery, "snapshot a match every N log entries")
 	idleStop := fs.Duration("idle-stop", def.IdleStop, "stop a finished match's grain after this long without requests")
+	botThink := fs.Duration("bot-think", def.BotThink, "how long a bot seat thinks before each decision (shorter than decision-time)")
 	ttl := fs.Duration("ticket-ttl", edge.DefaultTicketTTL, "ticket lifetime")
 	hello := fs.Duration("hello-timeout", edge.DefaultHelloTimeout, "time a new connection has to send ClientHello")
 	hbIdle := fs.Duration("heartbeat-idle", edge.DefaultHeartbeatIdle, "send ServerPing after this long without a client frame")
@@ -90,6 +96,18 @@ func parseFlags(args []string) (options, error) {
 	secretsReload := fs.Duration("cluster-secrets-reload", cluster.DefaultSecretsReload, "how often the gossip key file and cluster TLS files are checked for changes")
 	insecure := fs.Bool("insecure-cluster", false, "allow gossip and remote on non-loopback addresses without a gossip key and TLS (anyone reaching them can join and command any match)")
 	drain := fs.Duration("drain-timeout", 20*time.Second, "on SIGTERM: longest graceful drain (sessions told to reconnect elsewhere, matches handed over); the process exits by this bound plus 5 s")
+	maxConns := fs.Int("max-connections", edge.DefaultMaxConnections, "most open client connections (HTTP and TCP) this edge accepts; more are refused (503 / RateLimited)")
+	maxPerAddr := fs.Int("max-connections-per-address", edge.DefaultMaxConnsPerAddress, "most open client connections per IPv4 address or IPv6 /64; more are refused (429 / RateLimited)")
+	maxHandshakes := fs.Int("max-handshakes", edge.DefaultMaxHandshakes, "most connections that have not finished an HTTP request or ClientHello; more are refused (503 / RateLimited)")
+	maxBody := fs.Int("max-body-bytes", edge.DefaultMaxBodyBytes, "largest HTTP API request body (413 above)")
+	maxHeader := fs.Int("max-header-bytes", edge.DefaultMaxHeaderBytes, "largest HTTP request header (431 above)")
+	httpHeader := fs.Duration("http-header-timeout", edge.DefaultHTTPHeaderTimeout, "time to read an HTTP request header")
+	httpRead := fs.Duration("http-read-timeout", edge.DefaultHTTPReadTimeout, "time to read a whole HTTP request, body included")
+	httpWrite := fs.Duration("http-write-timeout", edge.DefaultHTTPWriteTimeout, "time to write an HTTP response")
+	httpIdle := fs.Duration("http-idle-timeout", edge.DefaultHTTPIdleTimeout, "close keep-alive HTTP connections idle this long")
+	writeTimeout := fs.Duration("write-timeout", edge.DefaultWriteTimeout, "a game client that does not take a frame within this is disconnected")
+	metricsListen := fs.String("metrics-listen", "", "serve /metrics on this address only (e.g. a private 10.x:9100) instead of on --listen")
+	adminPrev := fs.String("admin-tokens-previous", "", "comma-separated admin tokens still accepted during a rotation (MATCHD_ADMIN_TOKENS_PREVIOUS)")
 	debugListen := fs.String("debug-listen", "", "loopback address (127.0.0.1:PORT) serving net/http/pprof under /debug/pprof/; empty: off")
 	demoDelay := fs.Duration("demo-delay", 400*time.Millisecond, "pause between bot moves in --demo")
 	if err := fs.Parse(args); err != nil {
@@ -103,7 +121,7 @@ func parseFlags(args []string) (options, error) {
 	o.adminToken, o.ticketKey, o.origins = *admin, *tkey, *origins
 	o.edgeOnly, o.demo, o.demoExit, o.jsonLogs, o.logLevel = *edgeOnly, *demo, *demoExit, *jsonLogs, *level
 	o.timing = actors.Timing{DecisionTime: *decision, BankTime: *bank, AbsenceTimeout: *absence, ClockInterval: *clock,
-		SeatKeepAlive: *keepAlive, SnapshotEvery: *snapEvery, IdleStop: *idleStop}
+		SeatKeepAlive: *keepAlive, SnapshotEvery: *snapEvery, IdleStop: *idleStop, BotThink: *botThink}
 	o.ticketTTL, o.helloTimeout, o.hbIdle, o.hbTimeout = *ttl, *hello, *hbIdle, *hbTimeout
 	o.reclaimInterval, o.probeInterval, o.demoDelay = *reclaim, *probe, *demoDelay
 	o.suspicionMult, o.suspicionMaxMult = *suspMult, *suspMax
@@ -119,6 +137,13 @@ func parseFlags(args []string) (options, error) {
 	}
 	if err := o.timing.Validate(); err != nil {
 		return o, err
+	}
+	o.limits = edge.Config{MaxConnections: *maxConns, MaxConnectionsPerAddress: *maxPerAddr, MaxHandshakes: *maxHandshakes,
+		MaxBodyBytes: int64(*maxBody), MaxHeaderBytes: *maxHeader, HTTPHeaderTimeout: *httpHeader, HTTPReadTimeout: *httpRead,
+		HTTPWriteTimeout: *httpWrite, HTTPIdleTimeout: *httpIdle, WriteTimeout: *writeTimeout}
+	o.metricsListen, o.adminPrevious = *metricsListen, *adminPrev
+	if o.timing.BotThink >= o.timing.DecisionTime {
+		return o, errors.New("bot-think must be shorter than decision-time")
 	}
 	o.security = cluster.Security{GossipKeyFile: *gossipKeyFile, Insecure: *insecure, ReloadInterval: *secretsReload}
 	if *gossipKey != "" {
@@ -250,6 +275,11 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		TicketKey: sec.ticketKey, TicketPreviousKeys: sec.ticketAccept, TicketTTL: o.ticketTTL, AdminToken: adminToken, Decks: deckInfos,
 		HelloTimeout: o.helloTimeout, HeartbeatIdle: o.hbIdle, HeartbeatTimeout: o.hbTimeout,
 		AllowedOrigins: splitList(o.origins), Logger: log, Registry: registry,
+		AdminTokensPrevious: splitList(o.adminPrevious), SeparateMetrics: o.metricsListen != "",
+		MaxConnections: o.limits.MaxConnections, MaxConnectionsPerAddress: o.limits.MaxConnectionsPerAddress,
+		MaxHandshakes: o.limits.MaxHandshakes, MaxBodyBytes: o.limits.MaxBodyBytes, MaxHeaderBytes: o.limits.MaxHeaderBytes,
+		HTTPHeaderTimeout: o.limits.HTTPHeaderTimeout, HTTPReadTimeout: o.limits.HTTPReadTimeout,
+		HTTPWriteTimeout: o.limits.HTTPWriteTimeout, HTTPIdleTimeout: o.limits.HTTPIdleTimeout, WriteTimeout: o.limits.WriteTimeout,
 	}, grains.Matches(gw))
 	if err != nil {
 		node.Kill()
@@ -260,9 +290,22 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		node.Kill()
 		return fmt.Errorf("listen %s: %w", o.listen, err)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 4)
-	go func() { errc <- fmt.Errorf("http: %w", hs.Serve(httpLn)) }()
+	hs := srv.HTTPServer()
+	errc := make(chan error, 5)
+	go func() { errc <- fmt.Errorf("http: %w", hs.Serve(srv.LimitListener(httpLn))) }()
+	metricsAddr := httpLn.Addr().String()
+	if o.metricsListen != "" {
+		ml, err := net.Listen("tcp", o.metricsListen)
+		if err != nil {
+			node.Kill()
+			return fmt.Errorf("listen %s: %w", o.metricsListen, err)
+		}
+		metricsAddr = ml.Addr().String()
+		ms := &http.Server{Handler: srv.MetricsHandler(), ReadHeaderTimeout: o.limits.HTTPHeaderTimeout,
+			ReadTimeout: o.limits.HTTPReadTimeout, WriteTimeout: o.limits.HTTPWriteTimeout, IdleTimeout: o.limits.HTTPIdleTimeout}
+		go func() { errc <- fmt.Errorf("metrics http: %w", ms.Serve(ml)) }()
+		defer func() { _ = ms.Close() }() // scrapes in flight at exit do not matter
+	}
 	tcpAddr := ""
 	if o.tcpListen != "" {
 		tl, err := net.Listen("tcp", o.tcpListen)
@@ -309,10 +352,10 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		}
 	}
 	// One machine-readable line for scripts and tests that start nodes.
-	fmt.Printf("matchd ready member=%s http=%s tcp=%s gossip=%s remote=%s debug=%s\n",
-		node.ID(), httpLn.Addr(), tcpAddr, node.GossipAddr(), node.Self(), debugAddr)
+	fmt.Printf("matchd ready member=%s http=%s tcp=%s gossip=%s remote=%s debug=%s metrics=%s\n",
+		node.ID(), httpLn.Addr(), tcpAddr, node.GossipAddr(), node.Self(), debugAddr, metricsAddr)
 	log.Info("matchd ready", "member", node.ID(), "http", httpLn.Addr().String(), "tcp", tcpAddr,
-		"store", storeKind(o), "edge_only", o.edgeOnly)
+		"metrics", metricsAddr, "store", storeKind(o), "edge_only", o.edgeOnly)
 
 	if o.demo {
 		go func() {

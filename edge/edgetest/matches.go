@@ -89,7 +89,8 @@ func (f *Matches) Resyncs() int {
 }
 
 // CreateMatch implements edge.Matches.
-func (f *Matches) CreateMatch(_ context.Context, names [2]string, _ [2]string, _ *uint64) (string, error) {
+func (f *Matches) CreateMatch(_ context.Context, spec edge.MatchSpec) (string, error) {
+	names := spec.Names
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.createErr != nil {

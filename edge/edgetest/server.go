@@ -69,10 +69,11 @@ func Start(t testing.TB, matches edge.Matches, mod func(*edge.Config)) *Server {
 	if err != nil {
 		t.Fatalf("edgetest: listen tcp: %v", err)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	// As matchd serves it: the edge's HTTP deadlines and connection limits.
+	hs := srv.HTTPServer()
 	httpDone := make(chan error, 1)
 	tcpDone := make(chan error, 1)
-	go func() { httpDone <- hs.Serve(hl) }()
+	go func() { httpDone <- hs.Serve(srv.LimitListener(hl)) }()
 	go func() { tcpDone <- srv.ServeTCP(tl) }()
 	t.Cleanup(func() {
 		// Each stop gets its own budget: under -race on a loaded machine the

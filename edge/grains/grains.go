@@ -14,8 +14,8 @@ func Matches(g *actors.Gateway) edge.Matches { return gatewayMatches{g} }
 
 type gatewayMatches struct{ g *actors.Gateway }
 
-func (m gatewayMatches) CreateMatch(ctx context.Context, names [2]string, decks [2]string, seed *uint64) (string, error) {
-	id, err := m.g.CreateMatch(ctx, names, decks, seed)
+func (m gatewayMatches) CreateMatch(ctx context.Context, spec edge.MatchSpec) (string, error) {
+	id, err := m.g.Create(ctx, actors.MatchSpec{Names: spec.Names, Decks: spec.Decks, Bots: spec.Bots, Seed: spec.Seed})
 	return id, translateGatewayErr(err)
 }
 

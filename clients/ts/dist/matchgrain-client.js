@@ -2092,6 +2092,50 @@ var Admin = class {
     return (await this.call("GET", "/api/decks")).decks;
   }
 };
+
+// src/catalog.gen.ts
+var PRINTINGS = [
+  { "id": "S1-001", "name": "Emberling Squire", "clan": "Emberwing", "grade": 0, "power": 6e3, "shield": 1e4, "critical": 1, "trigger": 0, "starter": true, "sentinel": false, "abilityKey": 1 },
+  { "id": "S1-002", "name": "Sparkcrest Finch", "clan": "Emberwing", "grade": 0, "power": 5e3, "shield": 15e3, "critical": 1, "trigger": 1, "starter": false, "sentinel": false, "abilityKey": 0 },
+  { "id": "S1-003", "name": "Cinder Courier", "clan": "Emberwing", "grade": 0, "power": 5e3, "shield": 15e3, "critical": 1, "trigger": 2, "starter": false, "sentinel": false, "abilityKey": 0 },
+  { "id": "S1-004", "name": "Ashmend Acolyte", "clan": "Emberwing", "grade": 0, "power": 5e3, "shield": 2e4, "critical": 1, "trigger": 4, "starter": false, "sentinel": false, "abilityKey": 0 },
+  { "id": "S1-005", "name": "Flamebrand Lancer", "clan": "Emberwing", "grade": 1, "power": 8e3, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 5 },
+  { "id": "S1-006", "name": "Kindlepath Herald", "clan": "Emberwing", "grade": 1, "power": 8e3, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 2 },
+  { "id": "S1-007", "name": "Scorchfeather Scout", "clan": "Emberwing", "grade": 1, "power": 7e3, "shield": 1e4, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 3 },
+  { "id": "S1-008", "name": "Bulwark of Embers", "clan": "Emberwing", "grade": 1, "power": 6e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": true, "abilityKey": 0 },
+  { "id": "S1-009", "name": "Blazeguard Knight", "clan": "Emberwing", "grade": 2, "power": 1e4, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 4 },
+  { "id": "S1-010", "name": "Pyre Strategist", "clan": "Emberwing", "grade": 2, "power": 1e4, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 8 },
+  { "id": "S1-011", "name": "Emberhold Captain", "clan": "Emberwing", "grade": 2, "power": 1e4, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 2 },
+  { "id": "S1-012", "name": "Magma Halberdier", "clan": "Emberwing", "grade": 2, "power": 11e3, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 0 },
+  { "id": "S1-013", "name": "Cinderstorm Sovereign", "clan": "Emberwing", "grade": 3, "power": 13e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 6 },
+  { "id": "S1-014", "name": "Ashwing Marshal Ignar", "clan": "Emberwing", "grade": 3, "power": 13e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 7 },
+  { "id": "S1-015", "name": "Twinflame Duelist", "clan": "Emberwing", "grade": 3, "power": 13e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 10 },
+  { "id": "S2-001", "name": "Ripple Cadet", "clan": "Tidewarden", "grade": 0, "power": 6e3, "shield": 1e4, "critical": 1, "trigger": 0, "starter": true, "sentinel": false, "abilityKey": 1 },
+  { "id": "S2-002", "name": "Pearlspine Diver", "clan": "Tidewarden", "grade": 0, "power": 5e3, "shield": 15e3, "critical": 1, "trigger": 1, "starter": false, "sentinel": false, "abilityKey": 0 },
+  { "id": "S2-003", "name": "Current Messenger", "clan": "Tidewarden", "grade": 0, "power": 5e3, "shield": 15e3, "critical": 1, "trigger": 2, "starter": false, "sentinel": false, "abilityKey": 0 },
+  { "id": "S2-004", "name": "Wavecrest Drummer", "clan": "Tidewarden", "grade": 0, "power": 5e3, "shield": 15e3, "critical": 1, "trigger": 3, "starter": false, "sentinel": false, "abilityKey": 0 },
+  { "id": "S2-005", "name": "Coral Mender", "clan": "Tidewarden", "grade": 0, "power": 5e3, "shield": 2e4, "critical": 1, "trigger": 4, "starter": false, "sentinel": false, "abilityKey": 0 },
+  { "id": "S2-006", "name": "Shoalward Aegis", "clan": "Tidewarden", "grade": 1, "power": 6e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": true, "abilityKey": 0 },
+  { "id": "S2-007", "name": "Tidebound Oarsman", "clan": "Tidewarden", "grade": 1, "power": 8e3, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 5 },
+  { "id": "S2-008", "name": "Kelpglass Seer", "clan": "Tidewarden", "grade": 1, "power": 7e3, "shield": 1e4, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 2 },
+  { "id": "S2-009", "name": "Brine Duelist", "clan": "Tidewarden", "grade": 1, "power": 8e3, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 3 },
+  { "id": "S2-010", "name": "Undertow Captain", "clan": "Tidewarden", "grade": 2, "power": 1e4, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 4 },
+  { "id": "S2-011", "name": "Mistweave Channeler", "clan": "Tidewarden", "grade": 2, "power": 1e4, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 8 },
+  { "id": "S2-012", "name": "Reefpath Navigator", "clan": "Tidewarden", "grade": 2, "power": 1e4, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 2 },
+  { "id": "S2-013", "name": "Harbor Sentry", "clan": "Tidewarden", "grade": 2, "power": 9e3, "shield": 1e4, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 0 },
+  { "id": "S2-014", "name": "Leviathan Admiral Thessa", "clan": "Tidewarden", "grade": 3, "power": 13e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 7 },
+  { "id": "S2-015", "name": "Maelstrom Oracle", "clan": "Tidewarden", "grade": 3, "power": 13e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 9 },
+  { "id": "S2-016", "name": "Abyssal Tidecaller", "clan": "Tidewarden", "grade": 3, "power": 13e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 6 }
+];
+
+// src/catalog.ts
+var byId = new Map(PRINTINGS.map((p) => [p.id, p]));
+function lookupPrinting(id) {
+  return byId.get(id);
+}
+function printings() {
+  return PRINTINGS;
+}
 export {
   AbilityKey,
   AbilityOutcome,
@@ -2157,6 +2201,8 @@ export {
   encodeClientFrame,
   encodeServerFrame,
   eventVisibility,
+  lookupPrinting,
   makeIntent,
-  newIntentId
+  newIntentId,
+  printings
 };

@@ -36,3 +36,4 @@ export {
   type WireEntry,
 } from "./session.js";
 export { Admin, ApiError, type Deck, type PlayerSpec, type TicketInfo } from "./admin.js";
+export { lookupPrinting, printings, type Printing } from "./catalog.js";

@@ -1,0 +1,142 @@
+package actors
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/matchgrain/matchgrain/protocol"
+)
+
+// A bot seat (a training match) is played by the match grain itself. The
+// seat kind is part of the match's creation metadata, so whichever member
+// activates the grain, after a failover too, knows which seats it plays.
+//
+// When a bot seat decides, the grain arms its timer for Timing.BotThink after
+// the decision started and then submits one intent through handleIntent, the
+// path a player's intent takes: same legality checks, durable append before
+// anything is sent, one writer. The choice is a pure function of the match
+// seed, the seat and the command-log position, so an activation that takes
+// over a match mid-decision makes the same choice the old one would have.
+
+// legalLister is the part of game.Engine the bot needs; an engine without it
+// falls back on the legal intents of its view.
+type legalLister interface {
+	LegalCommands(player int) []protocol.Intent
+}
+
+// isBot reports whether seat is played by the grain.
+func (g *grain) isBot(seat int) bool {
+	return seat >= 0 && seat < 2 && g.meta.Bots[seat]
+}
+
+// botDue returns when the bot that decides now should act, or 0 when no bot
+// decides (or the bot already failed at this log position).
+func (g *grain) botDue() int64 {
+	if g.engine == nil || g.engine.IsFinished() || !g.isBot(g.engine.Decider()) || g.botStuckAt == g.logSeq+1 {
+		return 0
+	}
+	return g.clock.Start + g.deps.Timing.botThink().Milliseconds()
+}
+
+// botAct submits the deciding bot's intent if its think time is over.
+func (g *grain) botAct(ctx actor.Context, now int64) {
+	at := g.botDue()
+	if at == 0 || at > now {
+		return
+	}
+	seat := g.engine.Decider()
+	in := g.botChoice(seat)
+	if in == nil {
+		g.log.Error("bot has no legal intent", "seat", seat, "log_seq", g.logSeq)
+		g.botStuckAt = g.logSeq + 1
+		return
+	}
+	id := fmt.Sprintf("bot-%d", g.logSeq+1)
+	frame, err := protocol.EncodeClientFrame(&protocol.ClientIntent{IntentID: id, BasedOnSeq: g.engine.LastSeq(), Intent: in})
+	if err != nil {
+		g.log.Error("encode bot intent", "seat", seat, "err", err)
+		g.botStuckAt = g.logSeq + 1
+		return
+	}
+	before := g.logSeq
+	code, msg := g.handleIntent(ctx, nil, &SubmitIntent{Seat: seat, Frame: frame})
+	if g.state != stateRunning {
+		return
+	}
+	if code != ReplyOK || g.logSeq == before {
+		// A legal command the engine refuses is a rules bug: the bot stops
+		// trying at this position and its decision clock bounds the match.
+		g.log.Error("bot intent not accepted", "seat", seat, "intent", in.IntentKind().String(), "code", int(code), "msg", msg)
+		g.botStuckAt = g.logSeq + 1
+	}
+}
+
+// botChoice picks the bot's intent: a weighted choice among the legal
+// commands (never Concede), from a generator seeded by the match seed, the
+// seat and the next log position.
+func (g *grain) botChoice(seat int) protocol.Intent {
+	var legal []protocol.Intent
+	if l, ok := g.engine.(legalLister); ok {
+		legal = l.LegalCommands(seat)
+	} else {
+		legal = g.engine.View(seat).LegalIntents
+	}
+	rng := rand.New(rand.NewPCG(g.meta.Seed, uint64(g.logSeq+1)<<1|uint64(seat)))
+	total := 0
+	weights := make([]int, len(legal))
+	for i, in := range legal {
+		weights[i] = botWeight(in)
+		total += weights[i]
+	}
+	if total == 0 {
+		return nil
+	}
+	r := rng.IntN(total)
+	for i, w := range weights {
+		if r < w {
+			return legal[i]
+		}
+		r -= w
+	}
+	return nil
+}
+
+// botWeight makes random play purposeful enough to end: ride, call and
+// attack are preferred to passing, boosts to plain attacks (the same policy
+// as the test bots of client/bots).
+func botWeight(in protocol.Intent) int {
+	switch in := in.(type) {
+	case protocol.Concede:
+		return 0
+	case protocol.FinishMulligan:
+		return 8
+	case protocol.Ride:
+		return 20
+	case protocol.Call:
+		return 4
+	case protocol.ActivateAbility:
+		return 2
+	case protocol.EnterBattle:
+		return 6
+	case protocol.Attack:
+		if in.BoosterSlot != nil {
+			return 10
+		}
+		return 6
+	case protocol.Guard:
+		return 2
+	case protocol.PassGuard:
+		return 3
+	case protocol.ResolveAbility:
+		if in.Accept {
+			return 3
+		}
+		return 1
+	case protocol.EndTurn:
+		return 2
+	default:
+		return 1
+	}
+}
