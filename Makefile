@@ -50,7 +50,7 @@ bench:
 chaos-smoke:
 	deploy/pg-throwaway.sh run --fast -- $(GO) test -count=1 -run 'TestChaos|TestCluster' -v ./cluster ./cmd/...
 
-## measure: the load numbers of docs/performance.md (1, 100, 1000 matches on PostgreSQL).
+## measure: the load table of docs/performance.md (closed and open loop at 100 and 1,000 matches, 10,000 idle sessions; PostgreSQL fsync on).
 measure:
 	deploy/measure.sh
 
