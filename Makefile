@@ -2,13 +2,14 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: test deploy-test race vet lint fuzz-smoke bench chaos-smoke measure demo games-1m ts-test
+.PHONY: test deploy-test race vet lint fuzz-smoke bench chaos-smoke measure demo games-1m ts-test web-test web-build
 
 ## test: vet, then the whole suite under -race with a throwaway PostgreSQL, then
 ## the TypeScript client's tests.
 test: vet
 	deploy/pg-throwaway.sh run --fast -- $(GO) test -race -timeout 20m -count=1 $(PKGS)
 	$(MAKE) ts-test
+	$(MAKE) web-test
 	$(MAKE) deploy-test
 
 ## deploy-test: the deployment artifacts (deploy/: image recipe, compose file,
@@ -21,6 +22,16 @@ deploy-test:
 ## and a match against a real matchd built with $(GO). Needs Node.js >= 18 and npm.
 ts-test:
 	cd clients/ts && npm ci --no-audit --no-fund && GO=$(GO) npm test
+
+## web-test: the web client and ops console (web/) in headless Chromium
+## (/usr/bin/chromium, or $$CHROMIUM) against a real matchd built with $(GO);
+## also fails when the committed bundle web/dist is stale.
+web-test:
+	cd web && npm ci --no-audit --no-fund && GO=$(GO) npm test
+
+## web-build: rebuild web/dist after changing web/src or web/static (commit it).
+web-build:
+	cd web && npm ci --no-audit --no-fund && npm run build
 
 race: test
 

@@ -9,6 +9,13 @@
 // attachments) is derived from the command log, so a new activation rebuilds
 // it from snapshot + log tail.
 //
+// A seat can be a bot (a training match, MatchSpec.Bots): the grain plays it
+// itself after Timing.BotThink, choosing among the engine's legal commands
+// from a generator seeded by the match seed and the log position, and submits
+// the choice through the same path as a player's intent (checks, durable
+// append, then broadcast). The seat kind is in the match's creation meta, so
+// the bot moves with its grain (bot.go).
+//
 // The package also holds the edge side of the conversation: Gateway creates
 // matches and opens seats, and a per-connection seat actor receives the frames
 // a grain pushes and re-attaches when the grain moves. It knows nothing about

@@ -1,6 +1,10 @@
 package actors
 
-import "github.com/matchgrain/matchgrain/protocol"
+import (
+	"errors"
+
+	"github.com/matchgrain/matchgrain/protocol"
+)
 
 // Engine is what the grain needs from a rules engine. game.Engine satisfies
 // it; the grain depends on nothing else of the engine's details, so the rules
@@ -36,3 +40,22 @@ type Rules interface {
 	// RejectCode maps an Execute error to the wire code and a short reason.
 	RejectCode(err error) (protocol.IntentRejectCode, string)
 }
+
+// Versioned is implemented by Rules that name their version. A match
+// records the version it was created with and only activates on a member
+// whose Rules report the same one, so that replaying its log reproduces the
+// same events (docs/operations.md).
+type Versioned interface {
+	Version() string
+}
+
+// RulesVersion is the version of r, or "" when r does not name one.
+func RulesVersion(r Rules) string {
+	if v, ok := r.(Versioned); ok {
+		return v.Version()
+	}
+	return ""
+}
+
+// ErrVersionMismatch: the match is pinned to rules this member does not run.
+var ErrVersionMismatch = errors.New("match pinned to other rules")

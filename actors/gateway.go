@@ -138,7 +138,8 @@ func (g *Gateway) Create(ctx context.Context, spec MatchSpec) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	meta, err := encodeInternal(matchMeta{Names: names, Decks: decks, Seed: s, CreatedAt: time.Now().UnixMilli(), Bots: spec.Bots})
+	meta, err := encodeInternal(matchMeta{Names: names, Decks: decks, Seed: s, CreatedAt: time.Now().UnixMilli(), Bots: spec.Bots,
+		Version: RulesVersion(g.cfg.Rules)})
 	if err != nil {
 		return "", err
 	}

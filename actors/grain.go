@@ -30,6 +30,13 @@ type GrainDeps struct {
 	StoreTimeout time.Duration
 	// Metrics, if set, counts grain activity.
 	Metrics *Metrics
+	// MayActivate, if set, is asked before an activation claims its match;
+	// an error refuses the activation (the request is answered Unavailable
+	// and retried by the caller, which finds another member once views
+	// settle). matchd refuses while it drains, after it was evicted, and
+	// right after the process was stalled: a claim then would only steal
+	// the match from its live owner (docs/operations.md §3).
+	MayActivate func() error
 }
 
 // NewMatchKind returns the cluster kind that hosts match grains on a member.
@@ -71,6 +78,7 @@ const (
 	stateRunning
 	stateNotFound
 	stateStopped // fenced or broken: never answers again
+	stateRefused // pinned to rules this member does not run: says so until it passivates
 )
 
 // grain is one activation of a match.
@@ -95,6 +103,8 @@ type grain struct {
 	// events is the event journal from journalFrom to the last seq.
 	events      []protocol.EventEnvelope
 	journalFrom int64
+
+	refusal string // why the activation was refused (stateRefused)
 
 	seats         [2]*attachment
 	timer         *time.Timer
@@ -145,6 +155,13 @@ func (g *grain) activate(ctx actor.Context, id string) {
 	g.log = g.deps.Logger.With("match", id)
 	g.journal = map[journalKey]journalEntry{}
 	g.rejected = map[journalKey]protocol.ServerIntentResult{}
+	if g.deps.MayActivate != nil {
+		if err := g.deps.MayActivate(); err != nil {
+			g.log.Warn("activation refused", "reason", err)
+			g.halt(ctx)
+			return
+		}
+	}
 	started := time.Now()
 	sctx, cancel := g.storeCtx()
 	defer cancel()
@@ -159,7 +176,15 @@ func (g *grain) activate(ctx actor.Context, id string) {
 		g.halt(ctx)
 		return
 	}
-	if err := g.recover(rec); err != nil {
+	if err := g.recover(rec); errors.Is(err, ErrVersionMismatch) {
+		// Nothing was written; the claim only bumped the epoch. The match
+		// waits for a member that runs its rules (a rolling upgrade moves it
+		// there), and answers every request with the reason meanwhile.
+		g.log.Error("activation refused", "epoch", rec.Epoch, "reason", err)
+		g.state, g.refusal = stateRefused, err.Error()
+		ctx.SetReceiveTimeout(g.deps.Timing.IdleStop)
+		return
+	} else if err != nil {
 		g.log.Error("recovery failed", "epoch", rec.Epoch, "err", err)
 		g.halt(ctx)
 		return
@@ -192,6 +217,9 @@ func (g *grain) recover(rec persistence.Recovery) error {
 	g.epoch = rec.Epoch
 	if err := decodeInternal(rec.Meta, &g.meta); err != nil {
 		return fmt.Errorf("match meta: %w", err)
+	}
+	if want := RulesVersion(g.deps.Rules); g.meta.Version != "" && want != "" && g.meta.Version != want {
+		return fmt.Errorf("%w: the match is pinned to %s, this member runs %s", ErrVersionMismatch, g.meta.Version, want)
 	}
 	if rec.Snapshot != nil {
 		var ss grainSnapshot
@@ -438,6 +466,9 @@ func (g *grain) onMessage(ctx actor.Context, m *envelope.Msg) {
 		return
 	case stateStopped, stateLoading:
 		g.respond(ctx, &Reply{Code: ReplyUnavailable, Message: "match is moving"})
+		return
+	case stateRefused:
+		g.respond(ctx, &Reply{Code: ReplyUnavailable, Message: g.refusal})
 		return
 	}
 	switch v := m.V.(type) {

@@ -68,6 +68,11 @@ func startTestNode(t *testing.T, timing Timing) *testNode {
 
 func startTestNodeOn(t *testing.T, timing Timing, inner persistence.Store) *testNode {
 	t.Helper()
+	return startTestNodeRules(t, timing, inner, toyRules{})
+}
+
+func startTestNodeRules(t *testing.T, timing Timing, inner persistence.Store, rules Rules) *testNode {
+	t.Helper()
 	var err error
 	store := persistence.NewFaultyStore(inner)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -78,7 +83,7 @@ func startTestNodeOn(t *testing.T, timing Timing, inner persistence.Store) *test
 	if err != nil {
 		t.Fatal(err)
 	}
-	tn := &testNode{store: store, rules: toyRules{}, metrics: metrics}
+	tn := &testNode{store: store, rules: rules, metrics: metrics}
 	kind, err := NewMatchKind(GrainDeps{
 		Store: store, Rules: tn.rules, Timing: timing, Logger: log, Metrics: tn.metrics,
 		Owner: func() string { return tn.node.ID() },

@@ -15,6 +15,10 @@ type matchMeta struct {
 	CreatedAt int64     `msgpack:"c"`
 	// Bots marks the seats the grain plays itself (training matches).
 	Bots [2]bool `msgpack:"b,omitempty"`
+	// Version pins the rules (engine and catalog) the match was created
+	// with; a member running other rules refuses to activate it. Empty in
+	// matches created before pinning: those run anywhere.
+	Version string `msgpack:"v,omitempty"`
 }
 
 // entryKind tells what a command-log entry records.

@@ -1,7 +1,10 @@
 package actors
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 
 	"github.com/matchgrain/matchgrain/game"
 	"github.com/matchgrain/matchgrain/protocol"
@@ -11,6 +14,26 @@ import (
 type GameRules struct{}
 
 var _ Rules = GameRules{}
+
+// RulesRevision numbers the behaviour of the rules engine. Bump it with any
+// change that can make one log replay into other events: matches pin the
+// version they were created with (Versioned).
+const RulesRevision = 1
+
+// gameRulesVersion is "rules/<revision>+catalog/<hash>": the catalog part
+// changes by itself whenever a printing or a deck list changes.
+var gameRulesVersion = func() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%+v\n%+v\n", game.Printings(), game.Decks())
+	for _, d := range game.Decks() {
+		l, _ := game.DeckList(d.ID) // ids from Decks exist
+		fmt.Fprintf(h, "%s:%v\n", d.ID, l)
+	}
+	return fmt.Sprintf("rules/%d+catalog/%s", RulesRevision, hex.EncodeToString(h.Sum(nil))[:12])
+}()
+
+// Version implements Versioned.
+func (GameRules) Version() string { return gameRulesVersion }
 
 // New implements Rules: decks are deck ids such as "S1".
 func (GameRules) New(seed uint64, decks [2]string) (Engine, []protocol.EventEnvelope, error) {

@@ -3,8 +3,6 @@ package actors
 import (
 	"context"
 	"fmt"
-
-	"github.com/matchgrain/matchgrain/protocol"
 )
 
 // Inspect asks a match grain for its MatchStatus (the ops console, tests).
@@ -28,11 +26,22 @@ type MatchStatus struct {
 	EventSeq  int64   `json:"eventSeq"`
 	Turn      int     `json:"turn"`
 	// Decider is the seat whose decision runs, -1 once the match ended.
-	Decider  int                `json:"decider"`
-	Finished bool               `json:"finished"`
-	Winner   int                `json:"winner"`
-	Damage   [2]int             `json:"damage"`
-	Clock    protocol.ClockView `json:"clock"`
+	Decider  int         `json:"decider"`
+	Finished bool        `json:"finished"`
+	Winner   int         `json:"winner"`
+	Damage   [2]int      `json:"damage"`
+	Clock    StatusClock `json:"clock"`
+}
+
+// StatusClock is the decision clock of a MatchStatus (protocol.ClockView
+// with JSON names). Times are Unix milliseconds.
+type StatusClock struct {
+	DecisionPlayer int   `json:"decisionPlayer"`
+	TurnDeadlineMs int64 `json:"turnDeadlineMs"`
+	Bank0Ms        int64 `json:"bank0Ms"`
+	Bank1Ms        int64 `json:"bank1Ms"`
+	IsRunning      bool  `json:"isRunning"`
+	ServerTimeMs   int64 `json:"serverTimeMs"`
 }
 
 func (g *grain) status() *MatchStatus {
@@ -41,7 +50,7 @@ func (g *grain) status() *MatchStatus {
 		MatchID: g.id, Owner: g.deps.Owner(), Epoch: g.epoch, Names: g.meta.Names, Decks: g.meta.Decks,
 		Bots: g.meta.Bots, CreatedAt: g.meta.CreatedAt, LogSeq: g.logSeq, EventSeq: g.engine.LastSeq(),
 		Turn: v.TurnNumber, Decider: g.engine.Decider(), Finished: g.engine.IsFinished(), Winner: v.Winner,
-		Clock: g.clock.view(g.now(), g.deps.Timing),
+		Clock: StatusClock(g.clock.view(g.now(), g.deps.Timing)),
 	}
 	for s := range 2 {
 		st.Connected[s] = g.seats[s] != nil

@@ -126,3 +126,25 @@ func TestSleepCtxStopsOnCancel(t *testing.T) {
 		t.Fatal("sleepCtx ignored the cancelled context")
 	}
 }
+
+// TestMemberlistLogRefusals: refused gossip becomes one named WARN line a
+// second at most, with the peer and a count of the lines left out; a failed
+// join of our own is named as such.
+func TestMemberlistLogRefusals(t *testing.T) {
+	var buf bytes.Buffer
+	l := newMemberlistLogger(slog.New(slog.NewTextHandler(&buf, nil)))
+	for range 5 {
+		l.Println("[ERR] memberlist: failed to receive: no installed keys could decrypt the message from=10.0.0.9:4711")
+	}
+	out := buf.String()
+	if n := strings.Count(out, RefusedGossipMsg); n != 1 || !strings.Contains(out, "peer=10.0.0.9:4711") || !strings.Contains(out, "level=WARN") {
+		t.Fatalf("5 refusals within a second logged %d refusal lines: %q", n, out)
+	}
+	buf.Reset()
+	time.Sleep(refusalLogEvery + 50*time.Millisecond)
+	l.Println("[WARN] memberlist: failed to join 10.0.0.1:7946: no installed keys could decrypt the message")
+	out = buf.String()
+	if !strings.Contains(out, RefusedJoinMsg) || !strings.Contains(out, "suppressed=4") {
+		t.Fatalf("join refusal logged %q, want %q with suppressed=4", out, RefusedJoinMsg)
+	}
+}

@@ -38,6 +38,10 @@ var refusalMarkers = []string{
 	"payload is too small to decrypt",
 }
 
+// RefusedJoinMsg is logged instead when this member's own join attempt
+// failed for the same reasons: the seed is keyed differently.
+const RefusedJoinMsg = "cluster: join refused: the seed's gossip is under another key or label"
+
 const refusalLogEvery = time.Second
 
 // newMemberlistLogger returns a *log.Logger for memberlist.Config.Logger
@@ -92,7 +96,11 @@ func (w *memberlistLog) refused(line string) {
 	suppressed := w.suppressedRef
 	w.lastRefusal, w.suppressedRef = now, 0
 	w.mu.Unlock()
-	w.log.Warn(RefusedGossipMsg, slog.String("peer", peer), slog.String("detail", line), slog.Int("suppressed", suppressed))
+	msg := RefusedGossipMsg
+	if strings.Contains(line, "failed to join") {
+		msg = RefusedJoinMsg
+	}
+	w.log.Warn(msg, slog.String("peer", peer), slog.String("detail", line), slog.Int("suppressed", suppressed))
 }
 
 // protoactorNoise lists protoactor log messages that repeat, several times a

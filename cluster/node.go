@@ -58,9 +58,10 @@ type Node struct {
 
 	stopped  atomic.Bool
 	stopOnce sync.Once
-	quit     chan struct{} // closed when Leave or Kill begins; stops the secrets reloader
+	quit     chan struct{} // closed when Leave or Kill begins; stops the secrets reloader and the stall watch
 
 	reloader *secretsReloader // nil without key or TLS files
+	stall    *stallWatch
 }
 
 // topology is an immutable snapshot of the published cluster topology.
@@ -87,6 +88,7 @@ func Start(cfg Config) (*Node, error) {
 		lost:    make(chan struct{}),
 		evicted: make(chan struct{}),
 		quit:    make(chan struct{}),
+		stall:   newStallWatch(log),
 	}
 	n.topo.Store(&topology{rdv: pcluster.NewRendezvous()})
 
@@ -123,6 +125,7 @@ func Start(cfg Config) (*Node, error) {
 	if err := n.startMember(); err != nil {
 		return nil, fmt.Errorf("cluster: start member %q: %w", cfg.NodeName, err)
 	}
+	go n.stall.run(n.quit)
 	if n.reloader.keys != nil || n.reloader.certs != nil {
 		go n.reloader.run(n.quit)
 	}

@@ -34,6 +34,16 @@ type ReclaimerConfig struct {
 	// Wake returns the message sent to each identity this member owns; the
 	// grain only has to accept it (activation is the point).
 	Wake func(identity string) any
+	// Leased, if set, reports that identity is held by a live owner: another
+	// member that is still in this member's view and wrote the identity's
+	// state recently (the caller decides what recently is). Such an identity
+	// is not woken even when this member's view says it owns it: views
+	// differ for a while after a join, and a member that was frozen wakes
+	// with a view from before its freeze, in which it may own identities
+	// that moved meanwhile. Waking them would only steal them (fencing keeps
+	// that safe, but every steal costs the players a pause). Called from the
+	// goroutine that calls List, right after List returned the identity.
+	Leased func(identity string) bool
 	// Interval is the time between sweeps, each shifted by a random ±Jitter
 	// fraction so members do not sweep in step. Default 30 s, jitter 0.2.
 	Interval time.Duration
@@ -56,6 +66,7 @@ type SweepResult struct {
 	Listed  int // identities List returned
 	Owned   int // of those, identities this member owns in its current view
 	Skipped int // owned identities already active here (no request sent)
+	Leased  int // owned identities left alone because a live owner holds them
 	Woken   int // wake requests answered
 	Failed  int // wake requests that failed
 }
@@ -138,6 +149,11 @@ func (r *Reclaimer) Run(ctx context.Context) error {
 		if r.node.stopped.Load() {
 			return ErrStopped
 		}
+		if r.node.Unsettled() {
+			// Woken from a stall: the view is from before it (Node.Unsettled).
+			next.Reset(r.cfg.Settle)
+			continue
+		}
 		res, err := r.Sweep(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -195,6 +211,10 @@ func (r *Reclaimer) Sweep(ctx context.Context) (SweepResult, error) {
 				// A local activation removes its own entry when it stops,
 				// so a local cached PID means the grain is running.
 				res.Skipped++
+				continue
+			}
+			if r.cfg.Leased != nil && r.cfg.Leased(id) {
+				res.Leased++
 				continue
 			}
 			select {

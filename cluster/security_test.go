@@ -318,14 +318,14 @@ func TestClusterRemoteMTLS(t *testing.T) {
 		files := ca.Issue(t, dir, name, "127.0.0.1")
 		opts = append(opts, clustertest.MemberOptions{Name: name, ClusterName: "mtls",
 			FailureDetection: clustertest.RelaxedFailureDetection(),
-			Security:         cluster.Security{GossipKeys: [][]byte{newGossipKey(t)}, TLS: &files}})
+			Security:         cluster.Security{GossipKeys: [][]byte{newGossipKey(t)}, TLS: &files, ReloadInterval: 200 * time.Millisecond}})
 	}
 	opts[1].Security.GossipKeys = opts[0].Security.GossipKeys
 	ms := clustertest.StartClusterWith(t, opts...)
 
 	// Find an identity hosted on tls0 and reach it through tls1, so that
 	// member-to-member traffic over TLS is exercised too.
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	identity := ""
 	for i := 0; identity == ""; i++ {
@@ -360,10 +360,13 @@ func TestClusterRemoteMTLS(t *testing.T) {
 		{"member-cert", member.CertFile + "," + member.KeyFile, 1000, true},
 	}
 	want := 0
+	startSender := func(t *testing.T, name, mode, caFile, cert string) *clustertest.Child {
+		return clustertest.StartChild(t, clustertest.ChildOptions{Name: "sender-" + name, TestName: "TestHelperRemoteSender",
+			Env: []string{envSenderMode + "=" + mode, envSenderCA + "=" + caFile, envSenderCert + "=" + cert}})
+	}
 	for _, s := range senders {
 		t.Run(s.mode, func(t *testing.T) {
-			child := clustertest.StartChild(t, clustertest.ChildOptions{Name: "sender-" + s.mode, TestName: "TestHelperRemoteSender",
-				Env: []string{envSenderMode + "=" + s.mode, envSenderCA + "=" + member.CAFile, envSenderCert + "=" + s.cert}})
+			child := startSender(t, s.mode, s.mode, member.CAFile, s.cert)
 			defer child.Close(5 * time.Second)
 			if _, err := child.Call(ctx, cmdSend, fmt.Sprintf("%s %d", target, s.by)); err != nil {
 				t.Fatal(err)
@@ -388,6 +391,53 @@ func TestClusterRemoteMTLS(t *testing.T) {
 			}
 		})
 	}
+
+	// Reload: both members' files are replaced by certificates of a new CA
+	// while they run. A sender with a certificate of the new CA gets in
+	// once the files are reloaded; the old member certificate no longer
+	// does.
+	ca2 := clustertest.NewCA(t, "rotated cluster CA")
+	for i := range 2 {
+		ca2.Issue(t, dir, fmt.Sprintf("tls%d", i), "127.0.0.1")
+	}
+	rotated := ca2.Issue(t, dir, "sender-rotated", "127.0.0.1")
+	t.Run("rotated-member-cert", func(t *testing.T) {
+		child := startSender(t, "rotated", "member-cert", rotated.CAFile, rotated.CertFile+","+rotated.KeyFile)
+		defer child.Close(5 * time.Second)
+		const by = 10000
+		// Until the members reload (200 ms ticks), a send fails its one
+		// connection attempt and is dropped; send again until one lands.
+		deadline := time.Now().Add(20 * time.Second)
+		for delivered := false; !delivered; {
+			if time.Now().After(deadline) {
+				t.Fatalf("no delivery with a certificate of the new CA within 20 s: files not reloaded")
+			}
+			if _, err := child.Call(ctx, cmdSend, fmt.Sprintf("%s %d", target, by)); err != nil {
+				t.Fatal(err)
+			}
+			for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+				if got := count(t, ms[1], identity); got == want+by {
+					delivered = true
+					break
+				} else if got != want {
+					t.Fatalf("counter %d, want %d or %d", got, want, want+by)
+				}
+			}
+		}
+		want += by
+	})
+	t.Run("old-member-cert-after-reload", func(t *testing.T) {
+		child := startSender(t, "old", "member-cert", rotated.CAFile, member.CertFile+","+member.KeyFile)
+		defer child.Close(5 * time.Second)
+		if _, err := child.Call(ctx, cmdSend, fmt.Sprintf("%s %d", target, 100000)); err != nil {
+			t.Fatal(err)
+		}
+		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
+			if got := count(t, ms[1], identity); got != want {
+				t.Fatalf("a certificate of the replaced CA changed the counter to %d (want %d)", got, want)
+			}
+		}
+	})
 }
 
 func quietSystem() *actor.ActorSystem {

@@ -240,6 +240,30 @@ func TestComposeFile(t *testing.T) {
 			}
 		}
 	}
+	// Cluster secrets: mounted files, and the command in the file's header
+	// makes a certificate for each member's remote address.
+	secrets := runClusterSecrets(t, "docker/compose.yaml")
+	for name, svc := range cf.Services {
+		if svc.Build == nil {
+			continue
+		}
+		mounts := map[string]bool{}
+		for _, v := range svc.Volumes {
+			parts := strings.Split(v, ":")
+			if len(parts) >= 2 {
+				mounts[parts[1]] = true
+			}
+		}
+		for _, k := range []string{"MATCHD_GOSSIP_KEY_FILE", "MATCHD_CLUSTER_TLS_CA", "MATCHD_CLUSTER_TLS_CERT", "MATCHD_CLUSTER_TLS_KEY"} {
+			if !mounts[filepath.Dir(svc.Environment[k])] {
+				t.Errorf("compose %s: %s = %q is not in a mounted volume", name, k, svc.Environment[k])
+			}
+		}
+		if secrets != "" {
+			host, _ := addrPort(t, name, svc.Environment["MATCHD_REMOTE_ADDR"])
+			checkMemberCert(t, secrets, strings.TrimSuffix(filepath.Base(svc.Environment["MATCHD_CLUSTER_TLS_CERT"]), ".crt"), host)
+		}
+	}
 	if members != 3 {
 		t.Errorf("compose.yaml has %d matchd members, want 3", members)
 	}

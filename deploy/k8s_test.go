@@ -2,9 +2,13 @@ package deploy
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -182,10 +186,42 @@ func TestKubernetesManifests(t *testing.T) {
 	if env["POD_IP"] != "<status.podIP>" {
 		t.Errorf("POD_IP = %q, want the downward API's status.podIP", env["POD_IP"])
 	}
-	for _, name := range []string{"MATCHD_GOSSIP_ADDR", "MATCHD_REMOTE_ADDR"} {
-		if host, _ := addrPort(t, name, env[name]); host != "$(POD_IP)" {
-			t.Errorf("%s = %q: peers dial it, so it must be the pod IP", name, env[name])
+	if host, _ := addrPort(t, "MATCHD_GOSSIP_ADDR", env["MATCHD_GOSSIP_ADDR"]); host != "$(POD_IP)" {
+		t.Errorf("MATCHD_GOSSIP_ADDR = %q: peers dial it, so it must be the pod IP", env["MATCHD_GOSSIP_ADDR"])
+	}
+	// The remote host is the pod's DNS name under the headless Service, so
+	// the wildcard certificate of the README covers every member.
+	remoteHost, _ := addrPort(t, "MATCHD_REMOTE_ADDR", env["MATCHD_REMOTE_ADDR"])
+	if want := "$(POD_NAME)." + ss.Spec.ServiceName + ".$(POD_NAMESPACE).svc.cluster.local"; remoteHost != want {
+		t.Errorf("MATCHD_REMOTE_ADDR host = %q, want %q", remoteHost, want)
+	}
+	if env["POD_NAME"] != "<metadata.name>" || env["POD_NAMESPACE"] != "<metadata.namespace>" {
+		t.Errorf("POD_NAME and POD_NAMESPACE must come from the downward API")
+	}
+	// Secure by default: gossip key and TLS files from a mounted Secret.
+	if v, ok := env["MATCHD_INSECURE_CLUSTER"]; ok && v != "false" {
+		t.Errorf("MATCHD_INSECURE_CLUSTER = %q: the manifests must run a secured cluster", v)
+	}
+	secretMounts := map[string]string{}
+	for _, vm := range c.VolumeMounts {
+		for _, v := range pod.Spec.Volumes {
+			if v.Name == vm.Name && v.Secret != nil {
+				secretMounts[vm.MountPath] = v.Secret.SecretName
+			}
 		}
+	}
+	for _, name := range []string{"MATCHD_GOSSIP_KEY_FILE", "MATCHD_CLUSTER_TLS_CA", "MATCHD_CLUSTER_TLS_CERT", "MATCHD_CLUSTER_TLS_KEY"} {
+		if _, ok := secretMounts[filepath.Dir(env[name])]; !ok {
+			t.Errorf("%s = %q is not in a mounted Secret volume (%v)", name, env[name], secretMounts)
+		}
+	}
+	if sc := pod.Spec.SecurityContext; sc == nil || sc.FSGroup == nil || sc.RunAsUser == nil || *sc.FSGroup != *sc.RunAsUser {
+		t.Errorf("fsGroup must be the container user, or it cannot read the mounted secret files")
+	}
+	// The README's command makes a certificate valid for a member's name.
+	if dir := runClusterSecrets(t, "k8s/README.md"); dir != "" {
+		host := strings.NewReplacer("$(POD_NAME)", ss.Name+"-0", "$(POD_NAMESPACE)", "default").Replace(remoteHost)
+		checkMemberCert(t, dir, "member", host)
 	}
 	portOf := func(envName, portName string) {
 		_, n := addrPort(t, envName, env[envName])
@@ -298,5 +334,68 @@ func TestKubernetesManifests(t *testing.T) {
 	// Prometheus scrape annotations point at the metrics endpoint.
 	if pod.Annotations["prometheus.io/port"] != fmt.Sprint(ports["http"].ContainerPort) || pod.Annotations["prometheus.io/path"] != "/metrics" {
 		t.Errorf("scrape annotations %v do not point at /metrics on the http port", pod.Annotations)
+	}
+}
+
+// runClusterSecrets runs the first deploy/cluster-secrets.sh command shown in
+// doc, writing into a temporary directory instead of the one it names, and
+// returns that directory ("" without openssl).
+func runClusterSecrets(t *testing.T, doc string) string {
+	t.Helper()
+	if _, err := exec.LookPath("openssl"); err != nil {
+		t.Logf("no openssl: the certificates of %s are not checked", doc)
+		return ""
+	}
+	b, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`deploy/cluster-secrets\.sh (\S+)((?: [A-Za-z0-9_.-]+=\S+)+)`).FindStringSubmatch(string(b))
+	if m == nil {
+		t.Fatalf("%s shows no deploy/cluster-secrets.sh command", doc)
+	}
+	dir := filepath.Join(t.TempDir(), "secrets")
+	args := []string{dir}
+	for _, a := range strings.Fields(m[2]) {
+		args = append(args, strings.ReplaceAll(a, "'", ""))
+	}
+	if out, err := exec.Command("./cluster-secrets.sh", args...).CombinedOutput(); err != nil {
+		t.Fatalf("cluster-secrets.sh %v: %v\n%s", args, err, out)
+	}
+	return dir
+}
+
+// checkMemberCert checks that dir/name.crt is signed by dir/ca.crt for
+// server and client use, is valid for host, matches its key, and that
+// gossip.key is a valid gossip key.
+func checkMemberCert(t *testing.T, dir, name, host string) {
+	t.Helper()
+	read := func(f string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(read("ca.crt")) {
+		t.Fatalf("ca.crt holds no certificate")
+	}
+	pair, err := tls.X509KeyPair(read(name+".crt"), read(name+".key"))
+	if err != nil {
+		t.Fatalf("%s.crt/%s.key: %v", name, name, err)
+	}
+	cert, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, usage := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
+		if _, err := cert.Verify(x509.VerifyOptions{DNSName: host, Roots: pool, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
+			t.Errorf("%s.crt for %s (%v): %v", name, host, usage, err)
+		}
+	}
+	key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(read("gossip.key"))))
+	if err != nil || (len(key) != 16 && len(key) != 24 && len(key) != 32) {
+		t.Errorf("gossip.key is not a base64 16/24/32-byte key (%d bytes, %v)", len(key), err)
 	}
 }

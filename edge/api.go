@@ -68,11 +68,20 @@ func (s *Server) routes() http.Handler {
 		"/api/game/tickets": {"api_tickets", http.MethodPost, true, s.apiHandler(s.issueTicket)},
 		"/api/decks":        {"api_decks", http.MethodGet, true, s.apiHandler(s.listDecks)},
 	}
+	if s.cfg.PublicPlay {
+		table["/api/play/matches"] = route{"play_matches", http.MethodPost, false, s.apiHandler(s.playCreate)}
+		table["/api/play/tickets"] = route{"play_tickets", http.MethodPost, false, s.apiHandler(s.playTicket)}
+		table["/api/play/decks"] = route{"play_decks", http.MethodGet, false, s.apiHandler(s.listDecks)}
+	}
 	if s.cfg.SeparateMetrics {
 		delete(table, "/metrics") // served by MetricsHandler on its own listener
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rt, ok := table[r.URL.Path]
+		if !ok && s.cfg.Fallback != nil && !strings.HasPrefix(r.URL.Path, "/api/") {
+			s.cfg.Fallback.ServeHTTP(w, r)
+			return
+		}
 		if !ok {
 			writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
 			s.metrics.httpRequest("other", http.StatusNotFound)
@@ -96,6 +105,10 @@ func (s *Server) serveRoute(rt route, w http.ResponseWriter, r *http.Request) in
 	}
 	return rt.serve(w, r)
 }
+
+// Authorized reports whether r carries the admin token, for handlers that
+// share the edge's listener (the ops console's API).
+func (s *Server) Authorized(r *http.Request) bool { return s.authorized(r) }
 
 // authorized checks "Authorization: Bearer <admin token>" against the
 // current and previous admin tokens in constant time: hashing first, so that
@@ -170,6 +183,9 @@ func (s *Server) apiHandler(h func(ctx context.Context, r *http.Request) (int, a
 		var he *httpError
 		switch {
 		case errors.As(err, &he):
+			if he.status == http.StatusTooManyRequests {
+				w.Header().Set("Retry-After", "10")
+			}
 		case errors.Is(err, ErrBadRequest):
 			he = &httpError{http.StatusBadRequest, "bad_request", "the match cluster refused the request"}
 		case errors.Is(err, ErrMatchNotFound):

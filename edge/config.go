@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -123,6 +124,18 @@ type Config struct {
 	// grains' metrics). Nil: a registry of its own from NewRegistry. Two
 	// Servers must not share one (their metric names would collide).
 	Registry *prometheus.Registry
+	// PublicPlay enables the browser-facing play endpoints (POST
+	// /api/play/matches, /api/play/tickets and GET /api/play/decks) that
+	// need no admin token; see play.go for what they allow. Off by default.
+	PublicPlay bool
+	// PublicCreatesPerMinute bounds public match creation per client
+	// address (default 10); PublicCreatesGlobalPerMinute for the whole edge
+	// (default 120).
+	PublicCreatesPerMinute       float64
+	PublicCreatesGlobalPerMinute float64
+	// Fallback, if set, serves every path the edge does not know (matchd
+	// serves its web client and ops console there). Nil answers 404.
+	Fallback http.Handler
 
 	// Logger receives the edge's logs (default slog.Default()). Tickets and
 	// frame contents are never logged.
@@ -186,6 +199,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.PublicCreatesPerMinute == 0 {
+		c.PublicCreatesPerMinute = DefaultPublicCreatesPerMinute
+	}
+	if c.PublicCreatesGlobalPerMinute == 0 {
+		c.PublicCreatesGlobalPerMinute = DefaultPublicCreatesGlobalPerMinute
 	}
 	setInt := func(v *int, d int) {
 		if *v == 0 {

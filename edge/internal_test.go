@@ -2,6 +2,7 @@ package edge
 
 import (
 	"bytes"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -220,4 +221,23 @@ func FuzzPeekIntentResult(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		peekIntentResult(b)
 	})
+}
+
+func TestAddrKeyGroupsIPv6By64(t *testing.T) {
+	tcp := func(s string) net.Addr { return &net.TCPAddr{IP: net.ParseIP(s), Port: 1234} }
+	tests := []struct {
+		a, b net.Addr
+		same bool
+	}{
+		{tcp("192.0.2.1"), tcp("192.0.2.1"), true},
+		{tcp("192.0.2.1"), tcp("192.0.2.2"), false},
+		{tcp("::ffff:192.0.2.1"), tcp("192.0.2.1"), true},
+		{tcp("2001:db8:1:2::1"), tcp("2001:db8:1:2:ffff::9"), true},
+		{tcp("2001:db8:1:2::1"), tcp("2001:db8:1:3::1"), false},
+	}
+	for _, tt := range tests {
+		if got := addrKey(tt.a) == addrKey(tt.b); got != tt.same {
+			t.Errorf("addrKey(%v)=%q, addrKey(%v)=%q: same %v, want %v", tt.a, addrKey(tt.a), tt.b, addrKey(tt.b), got, tt.same)
+		}
+	}
 }

@@ -34,6 +34,9 @@ type Server struct {
 	// metricsHandler serves cfg.Registry at GET /metrics.
 	metricsHandler http.Handler
 
+	play        *playLimits
+	seatLinkKey []byte
+
 	upgrader  websocket.Upgrader
 	origins   map[string]bool
 	anyOrigin bool
@@ -69,15 +72,17 @@ func New(cfg Config, matches Matches) (*Server, error) {
 		metricsHandler: promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{
 			ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn), ErrorHandling: promhttp.ContinueOnError,
 		}),
-		limits:    newConnLimiter(cfg),
-		cfg:       cfg,
-		matches:   matches,
-		tickets:   tickets,
-		log:       cfg.Logger,
-		origins:   make(map[string]bool),
-		sessions:  make(map[*session]struct{}),
-		listeners: make(map[net.Listener]struct{}),
+		limits:      newConnLimiter(cfg),
+		cfg:         cfg,
+		matches:     matches,
+		tickets:     tickets,
+		log:         cfg.Logger,
+		origins:     make(map[string]bool),
+		sessions:    make(map[*session]struct{}),
+		listeners:   make(map[net.Listener]struct{}),
+		seatLinkKey: seatLinkKeyFrom(cfg.TicketKey),
 	}
+	s.play = newPlayLimits(&s.cfg, time.Now())
 	for _, o := range cfg.AllowedOrigins {
 		if o == "*" {
 			s.anyOrigin = true

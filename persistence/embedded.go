@@ -470,7 +470,8 @@ func (s *EmbeddedStore) ListUnfinished(ctx context.Context, after string, limit 
 			if err != nil {
 				return fmt.Errorf("match %q: %w", k, err)
 			}
-			out = append(out, MatchInfo{MatchID: string(k), Owner: m.owner, Epoch: m.epoch, UpdatedAt: m.updatedAt})
+			out = append(out, MatchInfo{MatchID: string(k), Owner: m.owner, Epoch: m.epoch, UpdatedAt: m.updatedAt,
+				Age: time.Since(m.updatedAt)})
 		}
 		return nil
 	})

@@ -396,14 +396,17 @@ func (s *PostgresStore) ListUnfinished(ctx context.Context, after string, limit 
 	if limit <= 0 {
 		return nil, fmt.Errorf("list unfinished: limit %d must be positive", limit)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT match_id, owner, epoch, updated_at FROM matches
+	rows, err := s.pool.Query(ctx, `SELECT match_id, owner, epoch, updated_at,
+		(extract(epoch FROM now() - updated_at) * 1000000)::bigint FROM matches
 		WHERE NOT finished AND match_id > $1 ORDER BY match_id LIMIT $2`, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list unfinished after %q: %w", after, err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (MatchInfo, error) {
 		var m MatchInfo
-		err := row.Scan(&m.MatchID, &m.Owner, &m.Epoch, &m.UpdatedAt)
+		var ageMicros int64
+		err := row.Scan(&m.MatchID, &m.Owner, &m.Epoch, &m.UpdatedAt, &ageMicros)
+		m.Age = time.Duration(ageMicros) * time.Microsecond
 		return m, err
 	})
 	if err != nil {

@@ -126,6 +126,10 @@ type MatchInfo struct {
 	Owner     string
 	Epoch     int64
 	UpdatedAt time.Time
+	// Age is how long ago the match was last written (claimed, appended,
+	// finished), measured by the store's clock, so it holds whatever the
+	// caller's clock says. A reclaimer uses it as the owner's lease.
+	Age time.Duration
 }
 
 // checkEntries validates an Append's entries without touching storage:

@@ -3,6 +3,16 @@
 // bots over WebSocket or TCP, so that what it reports is exactly what a
 // player's client would have seen. It holds no server logic.
 //
+//	matchctl cluster --server http://127.0.0.1:8080 --token T
+//	matchctl match --server http://127.0.0.1:8080 --token T MATCH_ID
+//	matchctl replay --server http://127.0.0.1:8080 --token T MATCH_ID
+//
+// are the operations commands: they print what matchd's authenticated
+// /api/admin/ endpoints answer (members and their matches; one match's
+// owner, epoch, seqs and clocks; a replay of a match from PostgreSQL that
+// must reproduce its stored snapshot bit for bit, else exit status 1), see
+// docs/operations.md §4.
+//
 //	matchctl play --server http://127.0.0.1:8080 --token T [--deck S1 --deck2 S2] [--seed N] [--tcp HOST:PORT]
 //
 // creates a match and lets two bots play it to the end, printing a running

@@ -37,7 +37,13 @@ const usage = `usage:
       and report latency percentiles, skipped ticks and the node's CPU and memory
   matchctl load ... --idle N [--idle-hold D]
       hold N connected, silent sessions and report the node's memory per connection
-run "matchctl play -h" or "matchctl load -h" for every flag`
+  matchctl cluster --server http://HOST:PORT --token T
+      members in this member's view, unfinished matches per member, the rules version
+  matchctl match --server http://HOST:PORT --token T MATCH_ID
+      owner, epoch, seqs, clocks and seats of a match, rebuilt from the store
+  matchctl replay --server http://HOST:PORT --token T MATCH_ID
+      rebuild a match from the store and check it against the stored snapshot bit for bit
+run "matchctl COMMAND -h" for every flag`
 
 // run is main without the process: it returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -51,6 +57,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdPlay(ctx, args[1:], stdout, stderr)
 	case "load":
 		err = cmdLoad(ctx, args[1:], stdout, stderr)
+	case "cluster", "match", "replay":
+		err = cmdOps(ctx, args[0], args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return 0

@@ -32,6 +32,11 @@ func runDemo(ctx context.Context, baseURL, token string, think time.Duration, ex
 		defer mu.Unlock()
 		fmt.Fprintf(os.Stdout, format+"\n", args...)
 	}
+	banner := func() {
+		logf("\n  ▶ play in your browser: %s/   (against the bot, or send a friend a link)\n"+
+			"    ops console: %s/console   (admin token %s)\n", baseURL, baseURL, token)
+	}
+	banner()
 	admin := client.NewAdmin(baseURL, token, nil)
 	start := time.Now()
 	mr, err := bots.PlayMatch(ctx, admin, bots.MatchOptions{
@@ -51,7 +56,8 @@ func runDemo(ctx context.Context, baseURL, token string, think time.Duration, ex
 	if exit {
 		return errDemoDone
 	}
-	logf("the server keeps running at %s (Ctrl-C to stop); play another: go run ./cmd/matchctl play --server %s --token %s",
+	logf("the server keeps running at %s (Ctrl-C to stop); watch two bots again: go run ./cmd/matchctl play --server %s --token %s",
 		baseURL, baseURL, token)
+	banner()
 	return nil
 }

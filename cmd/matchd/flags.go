@@ -68,6 +68,18 @@ func (f *flagSet) Int(name string, def int, usage string) *int {
 	return f.FlagSet.Int(name, def, f.usageWithEnv(usage, name))
 }
 
+func (f *flagSet) Float64(name string, def float64, usage string) *float64 {
+	if v, ok := os.LookupEnv(envName(name)); ok {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			f.envErr = append(f.envErr, fmt.Errorf("%s: %w", envName(name), err))
+		} else {
+			def = x
+		}
+	}
+	return f.FlagSet.Float64(name, def, f.usageWithEnv(usage, name))
+}
+
 // splitList splits a comma-separated flag value, dropping empty parts.
 func splitList(s string) []string {
 	var out []string

@@ -10,6 +10,9 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,6 +25,7 @@ import (
 	"github.com/matchgrain/matchgrain/edge/grains"
 	"github.com/matchgrain/matchgrain/game"
 	"github.com/matchgrain/matchgrain/persistence"
+	"github.com/matchgrain/matchgrain/web"
 )
 
 // options is every setting of a node, from flags and MATCHD_* variables.
@@ -29,11 +33,11 @@ type options struct {
 	nodeName, gossipAddr, join, remoteAddr, clusterName string
 	databaseURL, databaseSchema, dataDir                string
 	listen, tcpListen, adminToken, ticketKey, origins   string
-	edgeOnly, demo, demoExit, jsonLogs                  bool
+	edgeOnly, demo, demoExit, jsonLogs, publicPlay      bool
 	logLevel                                            string
 	timing                                              actors.Timing
 	ticketTTL, helloTimeout, hbIdle, hbTimeout          time.Duration
-	reclaimInterval                                     time.Duration
+	reclaimInterval, reclaimLease                       time.Duration
 	secretsRefresh, ticketKeyRotation                   time.Duration
 	drainTimeout                                        time.Duration
 	probeInterval                                       time.Duration
@@ -68,7 +72,8 @@ func parseFlags(args []string) (options, error) {
 	rotation := fs.Duration("ticket-key-rotation", 0, "replace the shared ticket key when it is this old (0: never); tickets in flight stay valid")
 	origins := fs.String("allowed-origins", "", "comma-separated browser origins allowed on /game ('*' for any)")
 	edgeOnly := fs.Bool("edge-only", false, "serve players but host no match grains")
-	demo := fs.Bool("demo", false, "after start, play a bot match against this node and print it")
+	demo := fs.Bool("demo", false, "after start, play a bot match against this node and print it; implies --public-play")
+	publicPlay := fs.Bool("public-play", false, "let browsers create bot and friend matches without the admin token (rate limited; see web/README.md)")
 	demoExit := fs.Bool("demo-exit", false, "with --demo: stop the node when the demo match is over")
 	jsonLogs := fs.Bool("json-logs", false, "log JSON instead of text")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
@@ -85,6 +90,7 @@ func parseFlags(args []string) (options, error) {
 	hbIdle := fs.Duration("heartbeat-idle", edge.DefaultHeartbeatIdle, "send ServerPing after this long without a client frame")
 	hbTimeout := fs.Duration("heartbeat-timeout", edge.DefaultHeartbeatTimeout, "close (4408) this long after the last client frame")
 	reclaim := fs.Duration("reclaim-interval", 30*time.Second, "how often this member wakes the unfinished matches it owns")
+	lease := fs.Duration("reclaim-lease", 15*time.Second, "the reclaimer leaves a match alone if another member still in this member's view wrote it this recently")
 	probe := fs.Duration("probe-interval", 0, "memberlist probe interval (0: the cluster default, tuned for a LAN)")
 	suspMult := fs.Int("suspicion-mult", 0, "memberlist suspicion multiplier (0: the cluster default)")
 	suspMax := fs.Int("suspicion-max-timeout-mult", 0, "upper bound of the suspicion timeout while confirmations are missing, as a multiple of the base (0: the cluster default)")
@@ -106,6 +112,10 @@ func parseFlags(args []string) (options, error) {
 	httpWrite := fs.Duration("http-write-timeout", edge.DefaultHTTPWriteTimeout, "time to write an HTTP response")
 	httpIdle := fs.Duration("http-idle-timeout", edge.DefaultHTTPIdleTimeout, "close keep-alive HTTP connections idle this long")
 	writeTimeout := fs.Duration("write-timeout", edge.DefaultWriteTimeout, "a game client that does not take a frame within this is disconnected")
+	intentRate := fs.Float64("intents-per-second", edge.DefaultIntentsPerSecond, "intents a connection may send per second")
+	intentBurst := fs.Int("intent-burst", edge.DefaultIntentBurst, "intents a connection may send at once")
+	abuseFactor := fs.Float64("abuse-factor", edge.DefaultAbuseFactor, "frames per second above this multiple of --intents-per-second, sustained over --abuse-window, close the connection (4413)")
+	abuseWindow := fs.Duration("abuse-window", edge.DefaultAbuseWindow, "see --abuse-factor")
 	metricsListen := fs.String("metrics-listen", "", "serve /metrics on this address only (e.g. a private 10.x:9100) instead of on --listen")
 	adminPrev := fs.String("admin-tokens-previous", "", "comma-separated admin tokens still accepted during a rotation (MATCHD_ADMIN_TOKENS_PREVIOUS)")
 	debugListen := fs.String("debug-listen", "", "loopback address (127.0.0.1:PORT) serving net/http/pprof under /debug/pprof/; empty: off")
@@ -120,10 +130,11 @@ func parseFlags(args []string) (options, error) {
 	o.databaseURL, o.databaseSchema, o.dataDir, o.listen, o.tcpListen = *dburl, *dbSchema, *dataDir, *listen, *tcpListen
 	o.adminToken, o.ticketKey, o.origins = *admin, *tkey, *origins
 	o.edgeOnly, o.demo, o.demoExit, o.jsonLogs, o.logLevel = *edgeOnly, *demo, *demoExit, *jsonLogs, *level
+	o.publicPlay = *publicPlay || *demo
 	o.timing = actors.Timing{DecisionTime: *decision, BankTime: *bank, AbsenceTimeout: *absence, ClockInterval: *clock,
 		SeatKeepAlive: *keepAlive, SnapshotEvery: *snapEvery, IdleStop: *idleStop, BotThink: *botThink}
 	o.ticketTTL, o.helloTimeout, o.hbIdle, o.hbTimeout = *ttl, *hello, *hbIdle, *hbTimeout
-	o.reclaimInterval, o.probeInterval, o.demoDelay = *reclaim, *probe, *demoDelay
+	o.reclaimInterval, o.reclaimLease, o.probeInterval, o.demoDelay = *reclaim, *lease, *probe, *demoDelay
 	o.suspicionMult, o.suspicionMaxMult = *suspMult, *suspMax
 	o.debugListen = *debugListen
 	if o.debugListen != "" {
@@ -140,7 +151,8 @@ func parseFlags(args []string) (options, error) {
 	}
 	o.limits = edge.Config{MaxConnections: *maxConns, MaxConnectionsPerAddress: *maxPerAddr, MaxHandshakes: *maxHandshakes,
 		MaxBodyBytes: int64(*maxBody), MaxHeaderBytes: *maxHeader, HTTPHeaderTimeout: *httpHeader, HTTPReadTimeout: *httpRead,
-		HTTPWriteTimeout: *httpWrite, HTTPIdleTimeout: *httpIdle, WriteTimeout: *writeTimeout}
+		HTTPWriteTimeout: *httpWrite, HTTPIdleTimeout: *httpIdle, WriteTimeout: *writeTimeout,
+		IntentsPerSecond: *intentRate, IntentBurst: *intentBurst, AbuseFactor: *abuseFactor, AbuseWindow: *abuseWindow}
 	o.metricsListen, o.adminPrevious = *metricsListen, *adminPrev
 	if o.timing.BotThink >= o.timing.DecisionTime {
 		return o, errors.New("bot-think must be shorter than decision-time")
@@ -230,6 +242,9 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 
 	var node *cluster.Node
 	var kinds []*pcluster.Kind
+	// draining refuses new activations once the drain began or peers
+	// evicted this member: its matches belong elsewhere from then on.
+	var draining atomic.Bool
 	// One registry holds every metric of this node; the edge serves it at
 	// /metrics. Parts that add metrics register their collectors here.
 	registry := edge.NewRegistry()
@@ -241,6 +256,15 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		kind, err := actors.NewMatchKind(actors.GrainDeps{
 			Store: store, Rules: actors.GameRules{}, Timing: o.timing, Logger: log, Metrics: grainMetrics,
 			Owner: func() string { return node.ID() },
+			MayActivate: func() error {
+				switch {
+				case draining.Load():
+					return errors.New("this member is draining")
+				case node.Unsettled():
+					return errors.New("this process was stalled moments ago; its view of the cluster may be stale")
+				}
+				return nil
+			},
 		})
 		if err != nil {
 			return err
@@ -271,15 +295,32 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		return err
 	}
 	adminToken := sec.adminToken
-	srv, err := edge.New(edge.Config{
+	var srv *edge.Server
+	console := web.ConsoleAPI(web.ConsoleDeps{
+		Authorized: func(r *http.Request) bool { return srv.Authorized(r) },
+		Self:       node.ID(), Members: node.Members, Status: gw.Status, Takeovers: grainMetrics.RecentTakeovers,
+		Unfinished: store.ListUnfinished,
+	})
+	pages := web.Handler()
+	srv, err = edge.New(edge.Config{
 		TicketKey: sec.ticketKey, TicketPreviousKeys: sec.ticketAccept, TicketTTL: o.ticketTTL, AdminToken: adminToken, Decks: deckInfos,
 		HelloTimeout: o.helloTimeout, HeartbeatIdle: o.hbIdle, HeartbeatTimeout: o.hbTimeout,
 		AllowedOrigins: splitList(o.origins), Logger: log, Registry: registry,
+		PublicPlay: o.publicPlay,
+		Fallback: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/console/api/") {
+				console.ServeHTTP(w, r)
+				return
+			}
+			pages.ServeHTTP(w, r)
+		}),
 		AdminTokensPrevious: splitList(o.adminPrevious), SeparateMetrics: o.metricsListen != "",
 		MaxConnections: o.limits.MaxConnections, MaxConnectionsPerAddress: o.limits.MaxConnectionsPerAddress,
 		MaxHandshakes: o.limits.MaxHandshakes, MaxBodyBytes: o.limits.MaxBodyBytes, MaxHeaderBytes: o.limits.MaxHeaderBytes,
 		HTTPHeaderTimeout: o.limits.HTTPHeaderTimeout, HTTPReadTimeout: o.limits.HTTPReadTimeout,
 		HTTPWriteTimeout: o.limits.HTTPWriteTimeout, HTTPIdleTimeout: o.limits.HTTPIdleTimeout, WriteTimeout: o.limits.WriteTimeout,
+		IntentsPerSecond: o.limits.IntentsPerSecond, IntentBurst: o.limits.IntentBurst,
+		AbuseFactor: o.limits.AbuseFactor, AbuseWindow: o.limits.AbuseWindow,
 	}, grains.Matches(gw))
 	if err != nil {
 		node.Kill()
@@ -291,6 +332,8 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		return fmt.Errorf("listen %s: %w", o.listen, err)
 	}
 	hs := srv.HTTPServer()
+	admin := &adminAPI{token: adminToken, node: node, store: store, rules: actors.GameRules{}, timing: o.timing, log: log}
+	hs.Handler = admin.wrap(hs.Handler)
 	errc := make(chan error, 5)
 	go func() { errc <- fmt.Errorf("http: %w", hs.Serve(srv.LimitListener(httpLn))) }()
 	metricsAddr := httpLn.Addr().String()
@@ -317,17 +360,20 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		go func() { errc <- fmt.Errorf("tcp: %w", srv.ServeTCP(tl)) }()
 	}
 	if !o.edgeOnly {
+		lease := newLeases(node, o.reclaimLease)
 		rc, err := cluster.NewReclaimer(node, cluster.ReclaimerConfig{
 			Kind: actors.MatchKind, Interval: o.reclaimInterval,
 			List: func(ctx context.Context, after string, limit int) ([]string, error) {
 				ms, err := store.ListUnfinished(ctx, after, limit)
+				lease.page(ms)
 				ids := make([]string, len(ms))
 				for i, m := range ms {
 					ids[i] = m.MatchID
 				}
 				return ids, err
 			},
-			Wake: func(string) any { return &actors.Wake{} },
+			Leased: lease.held,
+			Wake:   func(string) any { return &actors.Wake{} },
 		})
 		if err != nil {
 			node.Kill()
@@ -377,6 +423,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 			runErr = nil
 		}
 	}
+	draining.Store(true)
 	drain(o, srv, hs, node, log)
 	return runErr
 }
@@ -416,6 +463,47 @@ func drain(o options, srv *edge.Server, hs *http.Server, node *cluster.Node, log
 		log.Warn("leave cluster", "err", err)
 	}
 	log.Info("matchd drained", "took", time.Since(start).Round(time.Millisecond))
+}
+
+// leases tells the reclaimer which matches a live owner holds: the last
+// page List returned, with each match's owner and the age of its last write.
+type leases struct {
+	node  *cluster.Node
+	lease time.Duration
+	mu    sync.Mutex
+	last  map[string]persistence.MatchInfo
+}
+
+func newLeases(node *cluster.Node, lease time.Duration) *leases {
+	return &leases{node: node, lease: lease}
+}
+
+func (l *leases) page(ms []persistence.MatchInfo) {
+	m := make(map[string]persistence.MatchInfo, len(ms))
+	for _, info := range ms {
+		m[info.MatchID] = info
+	}
+	l.mu.Lock()
+	l.last = m
+	l.mu.Unlock()
+}
+
+// held: another member, still in this member's view, wrote the match
+// within the lease. A member that is gone from the view holds nothing, so
+// a crashed owner's matches are reclaimed at once.
+func (l *leases) held(id string) bool {
+	l.mu.Lock()
+	info, ok := l.last[id]
+	l.mu.Unlock()
+	if !ok || info.Owner == "" || info.Owner == l.node.ID() || info.Age >= l.lease {
+		return false
+	}
+	for _, m := range l.node.Members() {
+		if m.ID == info.Owner {
+			return true
+		}
+	}
+	return false
 }
 
 // purgeTickets forgets used-ticket records once their tickets have expired:

@@ -1,0 +1,188 @@
+package actors
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/matchgrain/matchgrain/persistence"
+	"github.com/matchgrain/matchgrain/protocol"
+)
+
+// Replay is a match rebuilt from its durable record, without activating it
+// (nothing is claimed or written), and the checks that the rebuild agrees
+// with what the live match stored.
+type Replay struct {
+	// Version is the rules version the match is pinned to ("" before
+	// pinning); RulesVersion is the one that replayed it.
+	Version, RulesVersion string
+	Names, Decks          [2]string
+	Seed                  uint64
+	CreatedAt             int64
+	// LogSeq is the last log entry; EventSeq the last event.
+	LogSeq, EventSeq int64
+	Finished         bool
+	// Decider is the seat whose decision runs (-1 once finished), since
+	// DecisionStart (Unix ms) with Banks left at that moment.
+	Decider       int
+	DecisionStart int64
+	Banks         [2]int64
+	// AbsentSince is when each seat lost its connection (0: present).
+	AbsentSince [2]int64
+	// Intents is how many accepted intents the match remembers.
+	Intents int
+	// Events is every event from the start, and EventsSHA256 the hash of
+	// their encoding: two replays of one match, on any member running the
+	// same rules, give the same hash.
+	Events       int
+	EventsSHA256 string
+	// SnapshotSeq is the log seq of the stored snapshot (0: none).
+	// SnapshotIdentical: the state rebuilt from the log alone at that seq
+	// equals the stored snapshot bit for bit (engine state, decision clock,
+	// and the event seq of every remembered intent; absence is in-memory
+	// state of activations, see stateBytes). FinalIdentical: the final
+	// state rebuilt from the log alone equals the one an activation would
+	// rebuild from snapshot + tail.
+	SnapshotSeq       int64
+	SnapshotIdentical bool
+	FinalIdentical    bool
+}
+
+// ReplayMatch rebuilds a match from its creation meta, stored snapshot (nil
+// if none) and whole log (seq 1 on), twice: from the log alone, and as an
+// activation would (snapshot + tail), and compares them. An error means the
+// record cannot be replayed at all (a gap, an undecodable entry, an entry
+// the engine rejects, other rules); a replay that runs but disagrees is
+// reported in the Identical fields.
+func ReplayMatch(rules Rules, timing Timing, meta []byte, snap *persistence.Snapshot, log []persistence.LogEntry) (Replay, error) {
+	var r Replay
+	if len(log) > 0 && log[0].Seq != 1 {
+		return r, fmt.Errorf("replay: the log starts at seq %d (pruned by retention?); a replay needs it from seq 1", log[0].Seq)
+	}
+	fresh := func() *grain {
+		deps := &GrainDeps{Rules: rules, Timing: timing, Logger: slog.New(slog.DiscardHandler)}
+		return &grain{deps: deps, journal: map[journalKey]journalEntry{}, rejected: map[journalKey]protocol.ServerIntentResult{}}
+	}
+	// From the log alone: up to the snapshot's seq first, to compare there.
+	var upTo int
+	if snap != nil {
+		r.SnapshotSeq = snap.Seq
+		for upTo < len(log) && log[upTo].Seq <= snap.Seq {
+			upTo++
+		}
+		if int64(upTo) != snap.Seq {
+			return r, fmt.Errorf("replay: snapshot at seq %d but the log has only %d entries up to it", snap.Seq, upTo)
+		}
+	}
+	full := fresh()
+	if err := full.recover(persistence.Recovery{Meta: meta, Tail: log[:upTo]}); err != nil {
+		return r, fmt.Errorf("replay from the log: %w", err)
+	}
+	if snap != nil {
+		same, err := sameAsSnapshot(full, snap)
+		if err != nil {
+			return r, err
+		}
+		r.SnapshotIdentical = same
+	}
+	for _, le := range log[upTo:] {
+		var e logEntry
+		if err := decodeInternal(le.Payload, &e); err != nil {
+			return r, fmt.Errorf("replay: log entry %d: %w", le.Seq, err)
+		}
+		if le.Seq != full.logSeq+1 {
+			return r, fmt.Errorf("replay: log gap: entry %d after %d", le.Seq, full.logSeq)
+		}
+		evs, err := full.apply(e)
+		if err != nil {
+			return r, fmt.Errorf("replay: log entry %d: %w", le.Seq, err)
+		}
+		full.events = append(full.events, evs...)
+		full.logSeq = le.Seq
+	}
+	// As an activation would.
+	act := fresh()
+	if err := act.recover(persistence.Recovery{Meta: meta, Snapshot: snap, Tail: log[upTo:]}); err != nil {
+		return r, fmt.Errorf("replay from the snapshot: %w", err)
+	}
+	a, err := stateBytes(full)
+	if err != nil {
+		return r, err
+	}
+	b, err := stateBytes(act)
+	if err != nil {
+		return r, err
+	}
+	r.FinalIdentical = bytes.Equal(a, b) && full.logSeq == act.logSeq
+	h := sha256.New()
+	for _, e := range full.events {
+		enc, err := encodeInternal(e)
+		if err != nil {
+			return r, fmt.Errorf("replay: encode event %d: %w", e.Seq, err)
+		}
+		h.Write(enc)
+	}
+	r.Events, r.EventsSHA256 = len(full.events), hex.EncodeToString(h.Sum(nil))
+	r.Version, r.RulesVersion = full.meta.Version, RulesVersion(rules)
+	r.Names, r.Decks, r.Seed, r.CreatedAt = full.meta.Names, full.meta.Decks, full.meta.Seed, full.meta.CreatedAt
+	r.LogSeq, r.EventSeq, r.Finished = full.logSeq, full.engine.LastSeq(), full.engine.IsFinished()
+	r.Decider, r.DecisionStart, r.Banks = full.clock.Decider, full.clock.Start, full.clock.Bank
+	r.AbsentSince, r.Intents = full.absent.Since, len(full.journal)
+	return r, nil
+}
+
+// stateBytes is what the log determines, encoded: the engine state, the
+// decision clock and the remembered intents. Absence is left out: an
+// activation marks connected seats absent in memory (connections do not
+// survive it), and a later snapshot stores that without a log entry.
+func stateBytes(g *grain) ([]byte, error) {
+	eng, err := g.engine.MarshalState()
+	if err != nil {
+		return nil, fmt.Errorf("replay: marshal engine state: %w", err)
+	}
+	ss := grainSnapshot{Version: snapshotVersion, Engine: eng, Clock: g.clock, Journal: sortedJournal(g)}
+	return encodeInternal(ss)
+}
+
+func sortedJournal(g *grain) []journalEntry {
+	out := make([]journalEntry, 0, len(g.journal))
+	for _, j := range g.journal {
+		out = append(out, j)
+	}
+	slices.SortFunc(out, func(a, b journalEntry) int {
+		if c := cmp.Compare(a.Seat, b.Seat); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.IntentID, b.IntentID)
+	})
+	return out
+}
+
+// sameAsSnapshot compares g (rebuilt from the log up to the snapshot's
+// seq) with the stored snapshot: engine bytes, clocks, absence, journal.
+func sameAsSnapshot(g *grain, snap *persistence.Snapshot) (bool, error) {
+	var ss grainSnapshot
+	if err := decodeInternal(snap.Data, &ss); err != nil {
+		return false, fmt.Errorf("replay: decode snapshot: %w", err)
+	}
+	ss.Absent = absence{}
+	slices.SortFunc(ss.Journal, func(a, b journalEntry) int {
+		if c := cmp.Compare(a.Seat, b.Seat); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.IntentID, b.IntentID)
+	})
+	stored, err := encodeInternal(ss)
+	if err != nil {
+		return false, fmt.Errorf("replay: encode snapshot: %w", err)
+	}
+	rebuilt, err := stateBytes(g)
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(stored, rebuilt), nil
+}

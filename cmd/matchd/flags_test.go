@@ -1,0 +1,45 @@
+package main
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSecurityFlags: the limit and secret flags reach the options, from the
+// command line and from MATCHD_ variables, and bad ones are refused with
+// the flag's name and without echoing the secret.
+func TestSecurityFlags(t *testing.T) {
+	key := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+	t.Setenv("MATCHD_MAX_CONNECTIONS_PER_ADDRESS", "7")
+	t.Setenv("MATCHD_GOSSIP_KEY", key)
+	o, err := parseFlags([]string{"--max-handshakes", "9", "--http-header-timeout", "3s", "--intents-per-second", "2.5",
+		"--admin-tokens-previous", "old1, old2", "--metrics-listen", "127.0.0.1:0", "--insecure-cluster"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case o.limits.MaxConnectionsPerAddress != 7, o.limits.MaxHandshakes != 9, o.limits.HTTPHeaderTimeout != 3*time.Second,
+		o.limits.IntentsPerSecond != 2.5, o.adminPrevious != "old1, old2", o.metricsListen != "127.0.0.1:0",
+		len(o.security.GossipKeys) != 1, !o.security.Insecure:
+		t.Fatalf("options %+v", o)
+	}
+
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--gossip-key", "not base64!"}, "gossip-key: gossip key 1 is not base64"},
+		{[]string{"--gossip-key", base64.StdEncoding.EncodeToString([]byte("short"))}, "gossip-key: gossip key 1: key is 5 bytes, want 16, 24 or 32"},
+		{[]string{"--cluster-tls-cert", "c.pem"}, "cluster-tls-cert, cluster-tls-key and cluster-tls-ca go together"},
+	} {
+		_, err := parseFlags(tt.args)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("parseFlags(%q) = %v, want %q", tt.args, err, tt.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "not base64!") {
+			t.Errorf("error echoes the key: %v", err)
+		}
+	}
+}

@@ -1,0 +1,103 @@
+// A real matchd for the browser tests: built from this repository with the
+// Go toolchain ($GO, default go), started on loopback with the embedded
+// store and the public play endpoints, killed at the end. And a TCP proxy in
+// front of it whose connections a test can cut, as a network failure would.
+import { execFile, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+
+export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const run = promisify(execFile);
+
+let built;
+function buildMatchd() {
+  built ??= (async () => {
+    const bin = join(mkdtempSync(join(tmpdir(), "matchd-web-bin-")), "matchd");
+    await run(process.env.GO ?? "go", ["build", "-o", bin, "./cmd/matchd"], { cwd: repoRoot, maxBuffer: 16 << 20 });
+    return bin;
+  })();
+  return built;
+}
+
+/** startMatchd starts one embedded node and resolves when it printed its ready line. */
+export async function startMatchd(extra = []) {
+  const bin = await buildMatchd();
+  const dataDir = mkdtempSync(join(tmpdir(), "matchd-web-data-"));
+  const adminToken = randomBytes(16).toString("hex");
+  const child = spawn(
+    bin,
+    [
+      "--node-name", "web-e2e", "--gossip-addr", "127.0.0.1:0", "--remote-addr", "127.0.0.1:0",
+      "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--admin-token", adminToken,
+      "--ticket-key", randomBytes(32).toString("hex"), "--log-level", "warn", "--public-play",
+      ...extra,
+    ],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  const tail = [];
+  createInterface({ input: child.stderr }).on("line", (l) => {
+    tail.push(l);
+    if (tail.length > 100) tail.shift();
+  });
+  const exited = new Promise((r) => child.once("exit", r));
+  const http = await new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`matchd not ready after 60 s:\n${tail.join("\n")}`)), 60_000);
+    createInterface({ input: child.stdout }).on("line", (l) => {
+      const m = /^matchd ready .*\bhttp=(\S+)/.exec(l);
+      if (m) {
+        clearTimeout(t);
+        resolve(m[1]);
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`matchd exited (${code}):\n${tail.join("\n")}`)));
+  });
+  return {
+    http,
+    adminToken,
+    stderrTail: () => tail.join("\n"),
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await exited;
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** startProxy forwards a loopback port to target ("host:port"); cut() destroys every open connection. */
+export async function startProxy(target) {
+  const [host, port] = [target.slice(0, target.lastIndexOf(":")), Number(target.slice(target.lastIndexOf(":") + 1))];
+  const conns = new Set();
+  const server = net.createServer((c) => {
+    const up = net.connect(port, host);
+    conns.add(c);
+    conns.add(up);
+    const drop = () => {
+      conns.delete(c);
+      conns.delete(up);
+      c.destroy();
+      up.destroy();
+    };
+    c.on("error", drop).on("close", drop);
+    up.on("error", drop).on("close", drop);
+    c.pipe(up);
+    up.pipe(c);
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    addr: `127.0.0.1:${server.address().port}`,
+    /** cut resets every connection through the proxy, returning how many there were. */
+    cut() {
+      const n = conns.size;
+      for (const s of [...conns]) s.resetAndDestroy ? s.resetAndDestroy() : s.destroy();
+      conns.clear();
+      return n;
+    },
+    close: () => new Promise((r) => { for (const s of conns) s.destroy(); server.close(r); }),
+  };
+}
