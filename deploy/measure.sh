@@ -50,8 +50,8 @@ run_all() {
 	local token=measure-token
 	[[ -n "$prof" ]] && mkdir -p "$prof" && cp "$work/matchd" "$prof/matchd"
 	free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-	# The load generator is one address: lift the per-address connection
-	# limit (64 by default) for it. The idle workload's matches never see a
+	# The load generator is one address and opens thousands of connections
+	# at once: lift the connection, per-address and handshake limits for it. The idle workload's matches never see a
 	# decision, so their decision clocks must outlast the minutes it takes
 	# to connect 10,000 sessions, or matches end by timeout while held.
 	start_node() { # $1: schema, then extra matchd flags
@@ -62,7 +62,7 @@ run_all() {
 		PGOPTIONS=--client-min-messages=warning psql -q "$DATABASE_URL" -c "DROP SCHEMA IF EXISTS $schema CASCADE; CREATE SCHEMA $schema" >/dev/null
 		"$work/matchd" --database-url "$DATABASE_URL" --database-schema "$schema" --listen "127.0.0.1:$port" \
 			--gossip-addr 127.0.0.1:0 --remote-addr 127.0.0.1:0 --admin-token "$token" --log-level warn \
-			--debug-listen "127.0.0.1:$dport" --max-connections 30000 --max-connections-per-address 30000 \
+			--debug-listen "127.0.0.1:$dport" --max-connections 30000 --max-connections-per-address 30000 --max-handshakes 30000 \
 			"$@" >"$work/$schema.out" 2>"$work/$schema.err" &
 		node_pid=$!
 		for _ in $(seq 150); do grep -q "matchd ready" "$work/$schema.out" 2>/dev/null && break; sleep 0.2; done
