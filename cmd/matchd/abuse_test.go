@@ -95,7 +95,40 @@ func TestEdgeSurvivesSlowlorisAndFlood(t *testing.T) {
 	// 500 ms, and 200 WebSockets that never send ClientHello.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	var slowOpen, slowRefused, slowCut, wsOpen, wsCut atomic.Int64
+	var slowOpen, slowRefused, slowCut, wsTried, wsOpen, wsCut atomic.Int64
+	for i := range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := websocket.Dialer{NetDialContext: attackerDialer(2, i).DialContext, HandshakeTimeout: 5 * time.Second}
+			ws, resp, err := d.Dial("ws://"+p.http+"/game", nil)
+			wsTried.Add(1)
+			if err != nil {
+				return
+			}
+			defer resp.Body.Close()
+			defer ws.Close()
+			wsOpen.Add(1)
+			_ = ws.SetReadDeadline(time.Now().Add(8 * time.Second))
+			for {
+				if _, _, err := ws.ReadMessage(); err != nil {
+					var ne net.Error
+					if !errors.As(err, &ne) || !ne.Timeout() {
+						wsCut.Add(1)
+					}
+					return
+				}
+			}
+		}()
+	}
+	// The silent WebSockets go first, so that the HTTP slowloris below
+	// does not take every handshake slot before they are in.
+	eventually(t, 15*time.Second, func() error {
+		if n := wsTried.Load(); n < 200 {
+			return fmt.Errorf("%d of 200 WebSocket dials done", n)
+		}
+		return nil
+	})
 	for i := range 800 {
 		wg.Add(1)
 		go func() {
@@ -129,30 +162,6 @@ func TestEdgeSurvivesSlowlorisAndFlood(t *testing.T) {
 						return
 					}
 				case <-stop:
-					return
-				}
-			}
-		}()
-	}
-	for i := range 200 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d := websocket.Dialer{NetDialContext: attackerDialer(2, i).DialContext, HandshakeTimeout: 5 * time.Second}
-			ws, resp, err := d.Dial("ws://"+p.http+"/game", nil)
-			if err != nil {
-				return
-			}
-			defer resp.Body.Close()
-			defer ws.Close()
-			wsOpen.Add(1)
-			_ = ws.SetReadDeadline(time.Now().Add(8 * time.Second))
-			for {
-				if _, _, err := ws.ReadMessage(); err != nil {
-					var ne net.Error
-					if !errors.As(err, &ne) || !ne.Timeout() {
-						wsCut.Add(1)
-					}
 					return
 				}
 			}
@@ -214,6 +223,9 @@ func TestEdgeSurvivesSlowlorisAndFlood(t *testing.T) {
 	t.Logf("node metrics after the attacks: %s", metrics)
 	if slowRefused.Load() == 0 {
 		t.Fatalf("no slowloris connection was refused: the handshake limit (256) did not engage")
+	}
+	if wsOpen.Load() == 0 || wsCut.Load() != wsOpen.Load() {
+		t.Fatalf("%d silent WebSockets got in, %d were closed by the hello deadline: want all, and some", wsOpen.Load(), wsCut.Load())
 	}
 	if slowCut.Load() == 0 || wsCut.Load() == 0 {
 		t.Fatalf("the header deadline (cut %d) or the hello deadline (cut %d) never closed an attacker", slowCut.Load(), wsCut.Load())

@@ -40,6 +40,7 @@ type options struct {
 	reclaimInterval, reclaimLease                       time.Duration
 	secretsRefresh, ticketKeyRotation                   time.Duration
 	drainTimeout                                        time.Duration
+	retentionAfter, retentionInterval                   time.Duration
 	probeInterval                                       time.Duration
 	suspicionMult, suspicionMaxMult                     int
 	demoDelay                                           time.Duration
@@ -101,6 +102,8 @@ func parseFlags(args []string) (options, error) {
 	tlsCA := fs.String("cluster-tls-ca", "", "PEM CA that signs every member certificate")
 	secretsReload := fs.Duration("cluster-secrets-reload", cluster.DefaultSecretsReload, "how often the gossip key file and cluster TLS files are checked for changes")
 	insecure := fs.Bool("insecure-cluster", false, "allow gossip and remote on non-loopback addresses without a gossip key and TLS (anyone reaching them can join and command any match)")
+	retAfter := fs.Duration("retention-prune-after", 0, "delete the log of a finished match this long after its last write, keeping its result and final snapshot (0: keep logs forever; PostgreSQL only)")
+	retEvery := fs.Duration("retention-interval", time.Hour, "how often the retention job runs")
 	drain := fs.Duration("drain-timeout", 20*time.Second, "on SIGTERM: longest graceful drain (sessions told to reconnect elsewhere, matches handed over); the process exits by this bound plus 5 s")
 	maxConns := fs.Int("max-connections", edge.DefaultMaxConnections, "most open client connections (HTTP and TCP) this edge accepts; more are refused (503 / RateLimited)")
 	maxPerAddr := fs.Int("max-connections-per-address", edge.DefaultMaxConnsPerAddress, "most open client connections per IPv4 address or IPv6 /64; more are refused (429 / RateLimited)")
@@ -143,6 +146,10 @@ func parseFlags(args []string) (options, error) {
 		}
 	}
 	o.secretsRefresh, o.ticketKeyRotation, o.drainTimeout = *secretsRefresh, *rotation, *drain
+	o.retentionAfter, o.retentionInterval = *retAfter, *retEvery
+	if o.retentionAfter < 0 || o.retentionInterval <= 0 {
+		return o, errors.New("retention-prune-after must not be negative, retention-interval must be positive")
+	}
 	if o.secretsRefresh <= 0 || o.ticketKeyRotation < 0 || o.drainTimeout <= 0 {
 		return o, errors.New("secrets-refresh and drain-timeout must be positive, ticket-key-rotation not negative")
 	}
@@ -386,6 +393,9 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		}()
 	}
 	go purgeTickets(ctx, store, log)
+	if rs, ok := store.(persistence.Retention); ok && o.retentionAfter > 0 {
+		go pruneFinished(ctx, rs, o.retentionAfter, o.retentionInterval, log)
+	}
 	if sec.shared != nil {
 		go refreshTicketKeys(ctx, o, sec, srv.Tickets(), log)
 	}
@@ -504,6 +514,40 @@ func (l *leases) held(id string) bool {
 		}
 	}
 	return false
+}
+
+// pruneFinished is the retention job (docs/operations.md §5): every
+// interval it deletes, in batches, the logs of matches that finished more
+// than after ago and whose final snapshot covers the log. Every member may
+// run it; deletes of the same rows are idempotent.
+func pruneFinished(ctx context.Context, rs persistence.Retention, after, interval time.Duration, log *slog.Logger) {
+	const batch = 500
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		var total, entries int64
+		for ctx.Err() == nil {
+			pctx, cancel := context.WithTimeout(ctx, time.Minute)
+			m, e, err := rs.PruneFinishedLogs(pctx, time.Now().Add(-after), batch)
+			cancel()
+			if err != nil {
+				log.Warn("retention: prune finished logs", "err", err)
+				break
+			}
+			total, entries = total+m, entries+e
+			if m < batch {
+				break
+			}
+		}
+		if total > 0 {
+			log.Info("retention: pruned the logs of finished matches", "matches", total, "entries", entries)
+		}
+	}
 }
 
 // purgeTickets forgets used-ticket records once their tickets have expired:

@@ -303,7 +303,11 @@ function cardEl(c: CardView | null, where: string): HTMLElement {
   const trig = info && info.trigger ? el("span", { class: `trig t${info.trigger}` }, TRIGGERS[info.trigger] ?? "") : null;
   return el(
     "div",
-    { class: `card${c.rested ? " rested" : ""}`, "data-printing": c.printingId, title: `${cardName(c.printingId)} (${c.printingId})` },
+    {
+      class: `card${c.rested ? " rested" : ""}${where === "vanguard" ? " vc" : ""}`,
+      "data-printing": c.printingId,
+      title: `${cardName(c.printingId)} (${c.printingId})${c.rested ? ", rested" : ""}`,
+    },
     el("span", { class: "name" }, cardName(c.printingId)),
     el("span", { class: "grade" }, info ? `G${info.grade}` : ""),
     trig,

@@ -1498,6 +1498,494 @@ function diffBoards(local, server) {
   return d;
 }
 
+// src/catalog.gen.ts
+var PRINTINGS = [
+  { "id": "S1-001", "name": "Emberling Squire", "clan": "Emberwing", "grade": 0, "power": 6e3, "shield": 1e4, "critical": 1, "trigger": 0, "starter": true, "sentinel": false, "abilityKey": 1 },
+  { "id": "S1-002", "name": "Sparkcrest Finch", "clan": "Emberwing", "grade": 0, "power": 5e3, "shield": 15e3, "critical": 1, "trigger": 1, "starter": false, "sentinel": false, "abilityKey": 0 },
+  { "id": "S1-003", "name": "Cinder Courier", "clan": "Emberwing", "grade": 0, "power": 5e3, "shield": 15e3, "critical": 1, "trigger": 2, "starter": false, "sentinel": false, "abilityKey": 0 },
+  { "id": "S1-004", "name": "Ashmend Acolyte", "clan": "Emberwing", "grade": 0, "power": 5e3, "shield": 2e4, "critical": 1, "trigger": 4, "starter": false, "sentinel": false, "abilityKey": 0 },
+  { "id": "S1-005", "name": "Flamebrand Lancer", "clan": "Emberwing", "grade": 1, "power": 8e3, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 5 },
+  { "id": "S1-006", "name": "Kindlepath Herald", "clan": "Emberwing", "grade": 1, "power": 8e3, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 2 },
+  { "id": "S1-007", "name": "Scorchfeather Scout", "clan": "Emberwing", "grade": 1, "power": 7e3, "shield": 1e4, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 3 },
+  { "id": "S1-008", "name": "Bulwark of Embers", "clan": "Emberwing", "grade": 1, "power": 6e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": true, "abilityKey": 0 },
+  { "id": "S1-009", "name": "Blazeguard Knight", "clan": "Emberwing", "grade": 2, "power": 1e4, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 4 },
+  { "id": "S1-010", "name": "Pyre Strategist", "clan": "Emberwing", "grade": 2, "power": 1e4, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 8 },
+  { "id": "S1-011", "name": "Emberhold Captain", "clan": "Emberwing", "grade": 2, "power": 1e4, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 2 },
+  { "id": "S1-012", "name": "Magma Halberdier", "clan": "Emberwing", "grade": 2, "power": 11e3, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 0 },
+  { "id": "S1-013", "name": "Cinderstorm Sovereign", "clan": "Emberwing", "grade": 3, "power": 13e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 6 },
+  { "id": "S1-014", "name": "Ashwing Marshal Ignar", "clan": "Emberwing", "grade": 3, "power": 13e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 7 },
+  { "id": "S1-015", "name": "Twinflame Duelist", "clan": "Emberwing", "grade": 3, "power": 13e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 10 },
+  { "id": "S2-001", "name": "Ripple Cadet", "clan": "Tidewarden", "grade": 0, "power": 6e3, "shield": 1e4, "critical": 1, "trigger": 0, "starter": true, "sentinel": false, "abilityKey": 1 },
+  { "id": "S2-002", "name": "Pearlspine Diver", "clan": "Tidewarden", "grade": 0, "power": 5e3, "shield": 15e3, "critical": 1, "trigger": 1, "starter": false, "sentinel": false, "abilityKey": 0 },
+  { "id": "S2-003", "name": "Current Messenger", "clan": "Tidewarden", "grade": 0, "power": 5e3, "shield": 15e3, "critical": 1, "trigger": 2, "starter": false, "sentinel": false, "abilityKey": 0 },
+  { "id": "S2-004", "name": "Wavecrest Drummer", "clan": "Tidewarden", "grade": 0, "power": 5e3, "shield": 15e3, "critical": 1, "trigger": 3, "starter": false, "sentinel": false, "abilityKey": 0 },
+  { "id": "S2-005", "name": "Coral Mender", "clan": "Tidewarden", "grade": 0, "power": 5e3, "shield": 2e4, "critical": 1, "trigger": 4, "starter": false, "sentinel": false, "abilityKey": 0 },
+  { "id": "S2-006", "name": "Shoalward Aegis", "clan": "Tidewarden", "grade": 1, "power": 6e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": true, "abilityKey": 0 },
+  { "id": "S2-007", "name": "Tidebound Oarsman", "clan": "Tidewarden", "grade": 1, "power": 8e3, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 5 },
+  { "id": "S2-008", "name": "Kelpglass Seer", "clan": "Tidewarden", "grade": 1, "power": 7e3, "shield": 1e4, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 2 },
+  { "id": "S2-009", "name": "Brine Duelist", "clan": "Tidewarden", "grade": 1, "power": 8e3, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 3 },
+  { "id": "S2-010", "name": "Undertow Captain", "clan": "Tidewarden", "grade": 2, "power": 1e4, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 4 },
+  { "id": "S2-011", "name": "Mistweave Channeler", "clan": "Tidewarden", "grade": 2, "power": 1e4, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 8 },
+  { "id": "S2-012", "name": "Reefpath Navigator", "clan": "Tidewarden", "grade": 2, "power": 1e4, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 2 },
+  { "id": "S2-013", "name": "Harbor Sentry", "clan": "Tidewarden", "grade": 2, "power": 9e3, "shield": 1e4, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 0 },
+  { "id": "S2-014", "name": "Leviathan Admiral Thessa", "clan": "Tidewarden", "grade": 3, "power": 13e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 7 },
+  { "id": "S2-015", "name": "Maelstrom Oracle", "clan": "Tidewarden", "grade": 3, "power": 13e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 9 },
+  { "id": "S2-016", "name": "Abyssal Tidecaller", "clan": "Tidewarden", "grade": 3, "power": 13e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 6 }
+];
+
+// src/catalog.ts
+var byId = new Map(PRINTINGS.map((p) => [p.id, p]));
+function lookupPrinting(id) {
+  return byId.get(id);
+}
+function printings() {
+  return PRINTINGS;
+}
+
+// src/view.ts
+function isDecision(e) {
+  return e.type === "Decision" && e.body !== null;
+}
+function emptyPlayer2(index) {
+  return {
+    index,
+    name: "",
+    handCount: 0,
+    deckCount: 0,
+    hand: [],
+    vanguard: null,
+    rearGuards: [null, null, null, null, null],
+    guardian: [],
+    soul: [],
+    drop: [],
+    trigger: null,
+    faceDownDamage: 0,
+    faceUpDamage: [],
+    isDefeated: false
+  };
+}
+function emptyClock() {
+  return { decisionPlayer: 0, turnDeadlineMs: 0, bank0Ms: 0, bank1Ms: 0, isRunning: false, serverTimeMs: 0 };
+}
+function cloneView(v) {
+  return structuredCloneCompat(v);
+}
+function structuredCloneCompat(v) {
+  const sc = globalThis.structuredClone;
+  if (sc) return sc(v);
+  return JSON.parse(JSON.stringify(v, (_k, x) => typeof x === "bigint" ? Number(x) : x));
+}
+function cardView(r) {
+  const p = lookupPrinting(r.printingId);
+  return {
+    instanceId: r.instanceId,
+    printingId: r.printingId,
+    rested: false,
+    faceUp: true,
+    basePower: p?.power ?? 0,
+    power: p?.power ?? 0,
+    baseCritical: p?.critical ?? 0,
+    critical: p?.critical ?? 0
+  };
+}
+function remove(cs, id) {
+  const i = cs.findIndex((c) => c.instanceId === id);
+  if (i >= 0) cs.splice(i, 1);
+}
+function validSlot2(s) {
+  return Number.isInteger(s) && s >= 0 && s < 5;
+}
+var ViewKeeper = class _ViewKeeper {
+  constructor(v) {
+    /** damage is each player's damage zone in order with face states. */
+    this.damage = [[], []];
+    this.v = v;
+  }
+  /** fresh is seat's view before the first event (a match followed from seq 1). */
+  static fresh(seat) {
+    return new _ViewKeeper({
+      matchId: "",
+      eventSeq: 0,
+      you: seat,
+      activePlayer: -1,
+      turnNumber: 0,
+      phase: Phase.Setup,
+      step: Step.None,
+      isFinished: false,
+      winner: NoWinner,
+      players: [emptyPlayer2(0), emptyPlayer2(1)],
+      battle: null,
+      trigger: null,
+      choice: null,
+      ability: null,
+      order: null,
+      opponentChoosing: false,
+      clock: emptyClock(),
+      legalIntents: []
+    });
+  }
+  /** fromSnapshot starts from a snapshot. */
+  static fromSnapshot(snapshot) {
+    const k = new _ViewKeeper(cloneView(snapshot));
+    k.v.eventSeq = Number(k.v.eventSeq);
+    for (const p of [0, 1]) {
+      const pv = k.v.players[p];
+      for (let i = 0; i < pv.faceDownDamage; i++) k.damage[p].push({ ref: { instanceId: 0, printingId: "" }, faceUp: false });
+      for (const c of pv.faceUpDamage) {
+        k.damage[p].push({ ref: { instanceId: c.instanceId, printingId: c.printingId }, faceUp: true });
+      }
+    }
+    return k;
+  }
+  /** clone is a deep copy. */
+  clone() {
+    const k = new _ViewKeeper(cloneView(this.v));
+    k.damage = [this.damage[0].map((d) => ({ ...d })), this.damage[1].map((d) => ({ ...d }))];
+    return k;
+  }
+  /** view is a copy of the kept view. */
+  get view() {
+    return cloneView(this.v);
+  }
+  /** eventSeq is the last event applied (or covered by setSeq). */
+  get eventSeq() {
+    return this.v.eventSeq;
+  }
+  /** legalIntents is what this seat may send now, from the last Decision. */
+  get legalIntents() {
+    return this.v.legalIntents;
+  }
+  /** setSeq records that every event up to seq was applied (a batch's toSeq covers events this seat may not see). */
+  setSeq(seq) {
+    if (seq > this.v.eventSeq) this.v.eventSeq = seq;
+  }
+  /** setClock records the latest ServerClock (the clock is not an event). */
+  setClock(c) {
+    this.v.clock = { ...c };
+  }
+  /** setMatch records what the ServerHello says and no event does. */
+  setMatch(matchId, seat) {
+    this.v.matchId = matchId;
+    this.v.you = seat;
+  }
+  player(p) {
+    return p === 0 || p === 1 ? this.v.players[p] : void 0;
+  }
+  own(p) {
+    return p === this.v.you;
+  }
+  fromHand(p, r) {
+    const pv = this.player(p);
+    pv.handCount--;
+    if (this.own(p)) remove(pv.hand, r.instanceId);
+  }
+  toHand(p, r) {
+    const pv = this.player(p);
+    pv.handCount++;
+    if (this.own(p)) pv.hand.push(cardView(r));
+  }
+  syncDamage(p) {
+    const pv = this.v.players[p];
+    pv.faceDownDamage = 0;
+    pv.faceUpDamage = [];
+    for (const d of this.damage[p]) {
+      if (d.faceUp) pv.faceUpDamage.push(cardView(d.ref));
+      else pv.faceDownDamage++;
+    }
+  }
+  check(p, r) {
+    const pv = this.player(p);
+    if (!pv) return;
+    pv.deckCount--;
+    pv.trigger = cardView(r);
+  }
+  /** flip turns one damage card: by identity when known, else the oldest card of the other face whose identity a snapshot did not give. */
+  flip(p, r, up) {
+    const dmg = this.damage[p];
+    const known = dmg.find((d) => d.ref.instanceId === r.instanceId);
+    if (known) {
+      known.faceUp = up;
+      return;
+    }
+    const i = dmg.findIndex((d) => d.ref.instanceId === 0 && d.faceUp !== up);
+    if (i >= 0) dmg[i] = { ref: r, faceUp: up };
+  }
+  /** apply applies one event (as projected for this seat). */
+  apply(e) {
+    const seq = Number(e.seq);
+    if (seq > this.v.eventSeq) this.v.eventSeq = seq;
+    const ev = e.event;
+    switch (ev.type) {
+      case "GameStarted":
+        this.v.phase = Phase.Setup;
+        this.v.step = Step.None;
+        this.v.turnNumber = 0;
+        for (const p of [0, 1]) {
+          this.v.players[p].deckCount = ev.body.deckSize[p];
+          this.v.players[p].vanguard = {
+            instanceId: 0,
+            printingId: "",
+            rested: false,
+            faceUp: false,
+            basePower: 0,
+            power: 0,
+            baseCritical: 0,
+            critical: 0
+          };
+        }
+        break;
+      case "TurnStarted":
+        this.v.turnNumber = ev.body.turnNumber;
+        break;
+      case "PhaseStarted":
+        this.v.phase = ev.body.phase;
+        this.v.step = ev.body.step;
+        break;
+      case "CardsDrawn": {
+        const pv = this.player(ev.body.player);
+        if (!pv) break;
+        pv.deckCount -= ev.body.count;
+        pv.handCount += ev.body.count;
+        if (this.own(ev.body.player)) for (const c of ev.body.cards) pv.hand.push(cardView(c));
+        break;
+      }
+      case "ReturnedToDeck": {
+        const pv = this.player(ev.body.player);
+        if (!pv) break;
+        pv.deckCount += ev.body.count;
+        pv.handCount -= ev.body.count;
+        if (this.own(ev.body.player)) for (const c of ev.body.cards) remove(pv.hand, c.instanceId);
+        break;
+      }
+      case "StandUp":
+        ev.body.vanguards.forEach((c, p) => {
+          this.v.players[p].vanguard = cardView(c);
+        });
+        break;
+      case "Ride": {
+        const pv = this.player(ev.body.player);
+        if (!pv) break;
+        this.fromHand(ev.body.player, ev.body.card);
+        pv.vanguard = cardView(ev.body.card);
+        break;
+      }
+      case "Soul": {
+        const pv = this.player(ev.body.player);
+        if (!pv) break;
+        if (ev.body.op === SoulOp.Out) {
+          remove(pv.soul, ev.body.card.instanceId);
+          pv.drop.push(cardView(ev.body.card));
+        } else if (ev.body.cause === SoulCause.Charge) {
+          pv.deckCount--;
+          pv.soul.push(cardView(ev.body.card));
+        } else {
+          pv.soul.push(cardView(ev.body.card));
+        }
+        break;
+      }
+      case "Call": {
+        const pv = this.player(ev.body.player);
+        if (!pv || !validSlot2(ev.body.slot)) break;
+        this.fromHand(ev.body.player, ev.body.card);
+        pv.rearGuards[ev.body.slot] = cardView(ev.body.card);
+        break;
+      }
+      case "Move": {
+        const pv = this.player(ev.body.player);
+        const { fromSlot, toSlot } = ev.body;
+        if (!pv || !validSlot2(fromSlot) || !validSlot2(toSlot)) break;
+        const rg = pv.rearGuards;
+        [rg[fromSlot], rg[toSlot]] = [rg[toSlot], rg[fromSlot]];
+        break;
+      }
+      case "Guard": {
+        const pv = this.player(ev.body.player);
+        if (!pv) break;
+        if (ev.body.fromZone === Zone.RC && validSlot2(ev.body.fromSlot)) pv.rearGuards[ev.body.fromSlot] = null;
+        else this.fromHand(ev.body.player, ev.body.card);
+        pv.guardian.push(cardView(ev.body.card));
+        break;
+      }
+      case "DriveCheck":
+      case "DamageCheck":
+        this.check(ev.body.player, ev.body.card);
+        break;
+      case "TriggerResolved": {
+        const p = ev.body.player;
+        const pv = this.player(p);
+        const healed = ev.body.healed;
+        if (!pv || !healed) break;
+        const dmg = this.damage[p];
+        const i = dmg.findIndex(
+          (d) => d.ref.instanceId === healed.instanceId || d.ref.instanceId === 0 && !d.faceUp && ev.body.effectTarget === EffectTargetFaceDownDamage
+        );
+        if (i >= 0) dmg.splice(i, 1);
+        pv.drop.push(cardView(healed));
+        this.syncDamage(p);
+        break;
+      }
+      case "Damage": {
+        const p = ev.body.player;
+        const pv = this.player(p);
+        if (!pv) break;
+        if (pv.trigger && pv.trigger.instanceId === ev.body.card.instanceId) pv.trigger = null;
+        this.damage[p].push({ ref: ev.body.card, faceUp: true });
+        this.syncDamage(p);
+        break;
+      }
+      case "Retire": {
+        const pv = this.player(ev.body.player);
+        if (!pv) break;
+        if (ev.body.fromZone === Zone.RC) {
+          if (validSlot2(ev.body.fromSlot)) pv.rearGuards[ev.body.fromSlot] = null;
+        } else if (ev.body.fromZone === Zone.GC) {
+          remove(pv.guardian, ev.body.card.instanceId);
+        }
+        pv.drop.push(cardView(ev.body.card));
+        break;
+      }
+      case "Discard": {
+        const pv = this.player(ev.body.player);
+        if (!pv) break;
+        this.fromHand(ev.body.player, ev.body.card);
+        pv.drop.push(cardView(ev.body.card));
+        break;
+      }
+      case "CardToHand": {
+        const pv = this.player(ev.body.player);
+        if (!pv) break;
+        if (ev.body.fromZone === Zone.Trigger && pv.trigger && pv.trigger.instanceId === ev.body.card.instanceId) {
+          pv.trigger = null;
+        }
+        this.toHand(ev.body.player, ev.body.card);
+        break;
+      }
+      case "DamageFlipped": {
+        const p = ev.body.player;
+        if (!this.player(p)) break;
+        for (const c of ev.body.cards) this.flip(p, c, ev.body.faceUp);
+        this.syncDamage(p);
+        break;
+      }
+      case "AbilityResolved": {
+        const pv = this.player(ev.body.player);
+        if (pv && !this.own(ev.body.player) && ev.body.addedToHand > 0) {
+          pv.deckCount -= ev.body.addedToHand;
+          pv.handCount += ev.body.addedToHand;
+        }
+        break;
+      }
+      case "CardSearchedView": {
+        const pv = this.player(ev.body.player);
+        if (pv && this.own(ev.body.player)) {
+          pv.deckCount--;
+          this.toHand(ev.body.player, ev.body.card);
+        }
+        break;
+      }
+      case "GameFinished": {
+        const v = this.v;
+        v.isFinished = true;
+        v.winner = ev.body.winner;
+        v.phase = Phase.Finished;
+        v.step = Step.None;
+        v.activePlayer = -1;
+        v.battle = v.trigger = null;
+        v.choice = null;
+        v.ability = null;
+        v.order = null;
+        v.opponentChoosing = false;
+        v.legalIntents = [];
+        for (const p of [0, 1]) v.players[p].isDefeated = ev.body.winner !== p;
+        break;
+      }
+      default:
+        if (isDecision(ev)) this.decision(ev.body);
+    }
+  }
+  /** decision applies the Decision that ends a batch. */
+  decision(d) {
+    const v = this.v;
+    v.activePlayer = d.player;
+    v.battle = d.battle ? { ...d.battle } : null;
+    v.trigger = d.trigger ? structuredCloneCompat(d.trigger) : null;
+    v.choice = d.choice ? structuredCloneCompat(d.choice) : null;
+    v.ability = d.ability ? structuredCloneCompat(d.ability) : null;
+    v.order = d.order ? structuredCloneCompat(d.order) : null;
+    v.opponentChoosing = d.pending && d.player >= 0 && d.player === 1 - v.you;
+    if (d.player < 0) v.legalIntents = [];
+    else if (d.player === v.you) v.legalIntents = structuredCloneCompat(d.legalIntents);
+    else v.legalIntents = [{ key: 17, type: "Concede", body: {} }];
+    for (const pv of v.players) {
+      for (const c of [pv.vanguard, ...pv.rearGuards]) {
+        if (!c || c.instanceId === 0) continue;
+        c.rested = false;
+        c.faceUp = true;
+        c.power = c.basePower;
+        c.critical = c.baseCritical;
+      }
+    }
+    for (const u of d.units) {
+      const pv = this.player(u.player);
+      if (!pv) continue;
+      let c;
+      if (u.slot === SlotVanguard) {
+        c = pv.vanguard;
+        if (!c || c.instanceId !== u.card.instanceId) c = pv.vanguard = cardView(u.card);
+      } else if (validSlot2(u.slot)) {
+        c = pv.rearGuards[u.slot];
+        if (!c || c.instanceId !== u.card.instanceId) c = pv.rearGuards[u.slot] = cardView(u.card);
+      } else {
+        continue;
+      }
+      c.rested = u.rested;
+      c.faceUp = u.faceUp;
+      c.power = u.power;
+      c.critical = u.critical;
+    }
+  }
+  /**
+   * diff lists where the kept view differs from a snapshot of the same seq,
+   * ignoring the clock (it moves with time), the match id and the names (no
+   * event carries them); empty when they agree. At most 16 lines.
+   */
+  diff(snapshot) {
+    const a = cloneView(this.v);
+    const b = cloneView(snapshot);
+    for (const x of [a, b]) {
+      x.clock = emptyClock();
+      x.matchId = "";
+      x.players[0].name = x.players[1].name = "";
+    }
+    const out = [];
+    diffValue("view", a, b, out);
+    return out;
+  }
+};
+function show(x) {
+  return JSON.stringify(x, (_k, v) => typeof v === "bigint" ? `${v}` : v);
+}
+function diffValue(path, a, b, out) {
+  if (out.length >= 16) return;
+  if (a === null || b === null || typeof a !== "object" || typeof b !== "object") {
+    const same = typeof a === "bigint" || typeof b === "bigint" ? String(a) === String(b) : a === b;
+    if (!same) out.push(`${path}: local ${show(a)}, server ${show(b)}`);
+    return;
+  }
+  if (Array.isArray(a) || Array.isArray(b)) {
+    const x = a;
+    const y = b;
+    if (!Array.isArray(a) || !Array.isArray(b) || x.length !== y.length) {
+      out.push(`${path}: local ${show(a)}, server ${show(b)}`);
+      return;
+    }
+    for (let i = 0; i < x.length; i++) diffValue(`${path}[${i}]`, x[i], y[i], out);
+    return;
+  }
+  const keys = /* @__PURE__ */ new Set([...Object.keys(a), ...Object.keys(b)]);
+  for (const k of keys) diffValue(`${path}.${k}`, a[k], b[k], out);
+}
+
 // src/session.ts
 var DEFAULT_BACKOFF_MS = [0, 2e3, 1e4, 3e4];
 var SessionError = class extends Error {
@@ -1554,7 +2042,13 @@ var Session = class _Session {
     this._snapshot = null;
     this._board = emptyBoard();
     this.boardValid = false;
+    /** keeper is the whole view kept from events, from the first snapshot on. */
+    this.keeper = null;
+    /** decisions counts Decision events applied: a server without them keeps no comparable view. */
+    this.decisions = 0;
+    this.matchId = "";
     this.checks = 0;
+    this.viewChecks = 0;
     this.mismatches = [];
     this.leaving = false;
     this._reconnects = 0;
@@ -1634,6 +2128,23 @@ var Session = class _Session {
   get board() {
     return cloneBoard(this._board);
   }
+  /**
+   * view is the seat's whole MatchView kept from events since the last
+   * snapshot (docs/protocol.md, the Decision event): after every ServerEvents it equals a
+   * fresh snapshot, clock from ServerClock and names from the last snapshot.
+   * Null before the first snapshot.
+   */
+  get view() {
+    return this.keeper ? this.keeper.view : null;
+  }
+  /**
+   * legalIntents is what this seat may send now: from the last Decision
+   * event, or the last snapshot (empty before any). A seat that does not
+   * decide may only concede.
+   */
+  get legalIntents() {
+    return this.keeper ? [...this.keeper.legalIntents] : [];
+  }
   /** reconnects is how many times the session has reconnected. */
   get reconnects() {
     return this._reconnects;
@@ -1650,9 +2161,14 @@ var Session = class _Session {
   get err() {
     return this._err;
   }
-  /** consistency is how many snapshots were compared with the local Board (same eventSeq) and every difference (at most 32). */
+  /**
+   * consistency is how many snapshots were compared with the local Board
+   * (same eventSeq), how many with the view kept from events (only once the
+   * server has sent a Decision event), and every
+   * difference found (at most 32).
+   */
   consistency() {
-    return { checked: this.checks, mismatches: [...this.mismatches] };
+    return { checked: this.checks, viewChecked: this.viewChecks, mismatches: [...this.mismatches] };
   }
   /**
    * sendIntent sends an intent with a fresh intentId and returns the id. The
@@ -1875,6 +2391,8 @@ var Session = class _Session {
     this.connecting = null;
     this.ws = ws;
     this._seat = h.body.playerIndex;
+    this.matchId = h.body.matchId;
+    this.keeper?.setMatch(h.body.matchId, h.body.playerIndex);
     this.resyncAsked = false;
     this.lastRecv = Date.now();
     let lastFatal;
@@ -1980,6 +2498,10 @@ var Session = class _Session {
         this.deliver(f);
         return;
       }
+      case "ServerClock":
+        this.keeper?.setClock(f.body.clock);
+        this.deliver(f);
+        return;
       default:
         this.deliver(f);
     }
@@ -1992,6 +2514,14 @@ var Session = class _Session {
         if (this.mismatches.length < 32) this.mismatches.push(`seq ${fresh.eventSeq}: ${d}`);
       }
     }
+    if (this.keeper && this.decisions > 0 && this.keeper.eventSeq === fresh.eventSeq) {
+      this.viewChecks++;
+      for (const d of this.keeper.diff(v)) {
+        if (this.mismatches.length < 32) this.mismatches.push(`seq ${fresh.eventSeq}: ${d}`);
+      }
+    }
+    this.keeper = ViewKeeper.fromSnapshot(v);
+    if (this.matchId) this.keeper.setMatch(this.matchId, this._seat);
     this._board = fresh;
     this.boardValid = true;
     this._snapshot = v;
@@ -2015,6 +2545,13 @@ var Session = class _Session {
     if (this.boardValid) {
       for (const e of events) applyEvent(this._board, e);
       this._board.eventSeq = to;
+    }
+    if (this.keeper) {
+      for (const e of events) {
+        this.keeper.apply(e);
+        if (isDecision(e.event)) this.decisions++;
+      }
+      this.keeper.setSeq(to);
     }
     const out = {
       key: f.key,
@@ -2092,50 +2629,6 @@ var Admin = class {
     return (await this.call("GET", "/api/decks")).decks;
   }
 };
-
-// src/catalog.gen.ts
-var PRINTINGS = [
-  { "id": "S1-001", "name": "Emberling Squire", "clan": "Emberwing", "grade": 0, "power": 6e3, "shield": 1e4, "critical": 1, "trigger": 0, "starter": true, "sentinel": false, "abilityKey": 1 },
-  { "id": "S1-002", "name": "Sparkcrest Finch", "clan": "Emberwing", "grade": 0, "power": 5e3, "shield": 15e3, "critical": 1, "trigger": 1, "starter": false, "sentinel": false, "abilityKey": 0 },
-  { "id": "S1-003", "name": "Cinder Courier", "clan": "Emberwing", "grade": 0, "power": 5e3, "shield": 15e3, "critical": 1, "trigger": 2, "starter": false, "sentinel": false, "abilityKey": 0 },
-  { "id": "S1-004", "name": "Ashmend Acolyte", "clan": "Emberwing", "grade": 0, "power": 5e3, "shield": 2e4, "critical": 1, "trigger": 4, "starter": false, "sentinel": false, "abilityKey": 0 },
-  { "id": "S1-005", "name": "Flamebrand Lancer", "clan": "Emberwing", "grade": 1, "power": 8e3, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 5 },
-  { "id": "S1-006", "name": "Kindlepath Herald", "clan": "Emberwing", "grade": 1, "power": 8e3, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 2 },
-  { "id": "S1-007", "name": "Scorchfeather Scout", "clan": "Emberwing", "grade": 1, "power": 7e3, "shield": 1e4, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 3 },
-  { "id": "S1-008", "name": "Bulwark of Embers", "clan": "Emberwing", "grade": 1, "power": 6e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": true, "abilityKey": 0 },
-  { "id": "S1-009", "name": "Blazeguard Knight", "clan": "Emberwing", "grade": 2, "power": 1e4, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 4 },
-  { "id": "S1-010", "name": "Pyre Strategist", "clan": "Emberwing", "grade": 2, "power": 1e4, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 8 },
-  { "id": "S1-011", "name": "Emberhold Captain", "clan": "Emberwing", "grade": 2, "power": 1e4, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 2 },
-  { "id": "S1-012", "name": "Magma Halberdier", "clan": "Emberwing", "grade": 2, "power": 11e3, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 0 },
-  { "id": "S1-013", "name": "Cinderstorm Sovereign", "clan": "Emberwing", "grade": 3, "power": 13e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 6 },
-  { "id": "S1-014", "name": "Ashwing Marshal Ignar", "clan": "Emberwing", "grade": 3, "power": 13e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 7 },
-  { "id": "S1-015", "name": "Twinflame Duelist", "clan": "Emberwing", "grade": 3, "power": 13e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 10 },
-  { "id": "S2-001", "name": "Ripple Cadet", "clan": "Tidewarden", "grade": 0, "power": 6e3, "shield": 1e4, "critical": 1, "trigger": 0, "starter": true, "sentinel": false, "abilityKey": 1 },
-  { "id": "S2-002", "name": "Pearlspine Diver", "clan": "Tidewarden", "grade": 0, "power": 5e3, "shield": 15e3, "critical": 1, "trigger": 1, "starter": false, "sentinel": false, "abilityKey": 0 },
-  { "id": "S2-003", "name": "Current Messenger", "clan": "Tidewarden", "grade": 0, "power": 5e3, "shield": 15e3, "critical": 1, "trigger": 2, "starter": false, "sentinel": false, "abilityKey": 0 },
-  { "id": "S2-004", "name": "Wavecrest Drummer", "clan": "Tidewarden", "grade": 0, "power": 5e3, "shield": 15e3, "critical": 1, "trigger": 3, "starter": false, "sentinel": false, "abilityKey": 0 },
-  { "id": "S2-005", "name": "Coral Mender", "clan": "Tidewarden", "grade": 0, "power": 5e3, "shield": 2e4, "critical": 1, "trigger": 4, "starter": false, "sentinel": false, "abilityKey": 0 },
-  { "id": "S2-006", "name": "Shoalward Aegis", "clan": "Tidewarden", "grade": 1, "power": 6e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": true, "abilityKey": 0 },
-  { "id": "S2-007", "name": "Tidebound Oarsman", "clan": "Tidewarden", "grade": 1, "power": 8e3, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 5 },
-  { "id": "S2-008", "name": "Kelpglass Seer", "clan": "Tidewarden", "grade": 1, "power": 7e3, "shield": 1e4, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 2 },
-  { "id": "S2-009", "name": "Brine Duelist", "clan": "Tidewarden", "grade": 1, "power": 8e3, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 3 },
-  { "id": "S2-010", "name": "Undertow Captain", "clan": "Tidewarden", "grade": 2, "power": 1e4, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 4 },
-  { "id": "S2-011", "name": "Mistweave Channeler", "clan": "Tidewarden", "grade": 2, "power": 1e4, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 8 },
-  { "id": "S2-012", "name": "Reefpath Navigator", "clan": "Tidewarden", "grade": 2, "power": 1e4, "shield": 5e3, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 2 },
-  { "id": "S2-013", "name": "Harbor Sentry", "clan": "Tidewarden", "grade": 2, "power": 9e3, "shield": 1e4, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 0 },
-  { "id": "S2-014", "name": "Leviathan Admiral Thessa", "clan": "Tidewarden", "grade": 3, "power": 13e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 7 },
-  { "id": "S2-015", "name": "Maelstrom Oracle", "clan": "Tidewarden", "grade": 3, "power": 13e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 9 },
-  { "id": "S2-016", "name": "Abyssal Tidecaller", "clan": "Tidewarden", "grade": 3, "power": 13e3, "shield": 0, "critical": 1, "trigger": 0, "starter": false, "sentinel": false, "abilityKey": 6 }
-];
-
-// src/catalog.ts
-var byId = new Map(PRINTINGS.map((p) => [p.id, p]));
-function lookupPrinting(id) {
-  return byId.get(id);
-}
-function printings() {
-  return PRINTINGS;
-}
 export {
   AbilityKey,
   AbilityOutcome,
@@ -2190,10 +2683,12 @@ export {
   TriggerType,
   UnknownIntentError,
   Version,
+  ViewKeeper,
   Zone,
   applyEvent,
   boardFromView,
   cloneBoard,
+  cloneView,
   decodeClientFrame,
   decodeServerFrame,
   diffBoards,
@@ -2201,6 +2696,7 @@ export {
   encodeClientFrame,
   encodeServerFrame,
   eventVisibility,
+  isDecision,
   lookupPrinting,
   makeIntent,
   newIntentId,

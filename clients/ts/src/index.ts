@@ -37,3 +37,4 @@ export {
 } from "./session.js";
 export { Admin, ApiError, type Deck, type PlayerSpec, type TicketInfo } from "./admin.js";
 export { lookupPrinting, printings, type Printing } from "./catalog.js";
+export { ViewKeeper, cloneView, isDecision, type DecisionBody } from "./view.js";

@@ -6,6 +6,7 @@
 
 import { applyEvent, boardFromView, cloneBoard, diffBoards, emptyBoard, type Board } from "./board.js";
 import { decodeServerFrame, encodeClientFrame } from "./codec.js";
+import { ViewKeeper, isDecision } from "./view.js";
 import {
   CloseProtocolViolation,
   CloseReplaced,
@@ -174,7 +175,13 @@ export class Session {
   private _snapshot: MatchView | null = null;
   private _board: Board = emptyBoard();
   private boardValid = false;
+  /** keeper is the whole view kept from events, from the first snapshot on. */
+  private keeper: ViewKeeper | null = null;
+  /** decisions counts Decision events applied: a server without them keeps no comparable view. */
+  private decisions = 0;
+  private matchId = "";
   private checks = 0;
+  private viewChecks = 0;
   private mismatches: string[] = [];
   private leaving = false;
   private _reconnects = 0;
@@ -263,6 +270,23 @@ export class Session {
   get board(): Board {
     return cloneBoard(this._board);
   }
+  /**
+   * view is the seat's whole MatchView kept from events since the last
+   * snapshot (docs/protocol.md, the Decision event): after every ServerEvents it equals a
+   * fresh snapshot, clock from ServerClock and names from the last snapshot.
+   * Null before the first snapshot.
+   */
+  get view(): MatchView | null {
+    return this.keeper ? this.keeper.view : null;
+  }
+  /**
+   * legalIntents is what this seat may send now: from the last Decision
+   * event, or the last snapshot (empty before any). A seat that does not
+   * decide may only concede.
+   */
+  get legalIntents(): Intent[] {
+    return this.keeper ? [...this.keeper.legalIntents] : [];
+  }
   /** reconnects is how many times the session has reconnected. */
   get reconnects(): number {
     return this._reconnects;
@@ -280,9 +304,14 @@ export class Session {
     return this._err;
   }
 
-  /** consistency is how many snapshots were compared with the local Board (same eventSeq) and every difference (at most 32). */
-  consistency(): { checked: number; mismatches: string[] } {
-    return { checked: this.checks, mismatches: [...this.mismatches] };
+  /**
+   * consistency is how many snapshots were compared with the local Board
+   * (same eventSeq), how many with the view kept from events (only once the
+   * server has sent a Decision event), and every
+   * difference found (at most 32).
+   */
+  consistency(): { checked: number; viewChecked: number; mismatches: string[] } {
+    return { checked: this.checks, viewChecked: this.viewChecks, mismatches: [...this.mismatches] };
   }
 
   /**
@@ -526,6 +555,8 @@ export class Session {
     this.connecting = null;
     this.ws = ws;
     this._seat = h.body.playerIndex;
+    this.matchId = h.body.matchId;
+    this.keeper?.setMatch(h.body.matchId, h.body.playerIndex);
     this.resyncAsked = false;
     this.lastRecv = Date.now();
     let lastFatal: ServerError["body"] | undefined;
@@ -637,6 +668,10 @@ export class Session {
         this.deliver(f);
         return;
       }
+      case "ServerClock":
+        this.keeper?.setClock(f.body.clock);
+        this.deliver(f);
+        return;
       default:
         this.deliver(f);
     }
@@ -650,6 +685,14 @@ export class Session {
         if (this.mismatches.length < 32) this.mismatches.push(`seq ${fresh.eventSeq}: ${d}`);
       }
     }
+    if (this.keeper && this.decisions > 0 && this.keeper.eventSeq === fresh.eventSeq) {
+      this.viewChecks++;
+      for (const d of this.keeper.diff(v)) {
+        if (this.mismatches.length < 32) this.mismatches.push(`seq ${fresh.eventSeq}: ${d}`);
+      }
+    }
+    this.keeper = ViewKeeper.fromSnapshot(v);
+    if (this.matchId) this.keeper.setMatch(this.matchId, this._seat);
     this._board = fresh;
     this.boardValid = true;
     this._snapshot = v;
@@ -675,6 +718,13 @@ export class Session {
     if (this.boardValid) {
       for (const e of events) applyEvent(this._board, e);
       this._board.eventSeq = to;
+    }
+    if (this.keeper) {
+      for (const e of events) {
+        this.keeper.apply(e);
+        if (isDecision(e.event)) this.decisions++;
+      }
+      this.keeper.setSeq(to);
     }
     const out: ServerEvents = {
       key: f.key,

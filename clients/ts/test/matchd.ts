@@ -11,6 +11,7 @@ import { promisify } from "node:util";
 
 import {
   Session,
+  isDecision,
   type Intent,
   type MatchView,
   type ServerFrame,
@@ -31,6 +32,8 @@ let built: Promise<string> | undefined;
 
 /** buildMatchd builds cmd/matchd once per test process (go caches the rest). */
 export function buildMatchd(): Promise<string> {
+  // MATCHD_BIN runs a prebuilt binary instead (another branch's, say).
+  if (process.env.MATCHD_BIN) return Promise.resolve(process.env.MATCHD_BIN);
   built ??= (async () => {
     const dir = mkdtempSync(join(tmpdir(), "matchd-ts-bin-"));
     const bin = join(dir, "matchd");
@@ -123,6 +126,9 @@ export interface PlayerResult {
   intents: number;
   rejected: number;
   duplicates: number;
+  /** fromEvents counts decisions taken from the view kept from events, fromSnapshots those taken from a snapshot. */
+  fromEvents: number;
+  fromSnapshots: number;
 }
 
 /** PlayerOptions tune a random player. */
@@ -131,6 +137,8 @@ export interface PlayerOptions {
   dropAfter?: number;
   /** seed makes the choices repeatable. */
   seed: number;
+  /** checkEvery asks for a snapshot after every Nth intent result, to compare the kept view with (default 3). */
+  checkEvery?: number;
   /** onFrame sees every delivered frame (tests record them). */
   onFrame?: (f: ServerFrame) => void;
 }
@@ -151,10 +159,13 @@ const stallAfterMs = 2_000;
 const minIntentGapMs = Math.ceil(1000 / 14); // under the 16 intents/s limit
 
 /**
- * playSeat plays s until the match is over, from snapshots: the protocol
- * sends legalIntents in snapshots only, so the player asks for a fresh one
- * whenever it may be the decider (after its intent's result, on a clock
- * naming it, after a resumed hello, after a stall).
+ * playSeat plays s until the match is over, from events: every batch ends
+ * with a Decision event (the Decision event, docs/protocol.md), so the session's view holds
+ * this seat's legal intents without a snapshot (against a server without
+ * Decision events it asks for a snapshot after every intent result). It asks for a snapshot after
+ * every checkEvery-th intent result (the session compares it with the kept
+ * view), after a resumed hello, after a stall, and at the end; it also acts
+ * on a snapshot when it is the decider and nothing is pending.
  */
 export function playSeat(s: Session, o: PlayerOptions, subscribe: (l: (f: ServerFrame) => void) => void): Promise<PlayerResult> {
   const rand = rng(o.seed);
@@ -166,6 +177,11 @@ export function playSeat(s: Session, o: PlayerOptions, subscribe: (l: (f: Server
   let intents = 0;
   let rejected = 0;
   let duplicates = 0;
+  let results = 0;
+  let sawDecision = false;
+  let fromEvents = 0;
+  let fromSnapshots = 0;
+  const checkEvery = o.checkEvery ?? 3;
   const resync = () => {
     try {
       s.resync(true);
@@ -184,8 +200,7 @@ export function playSeat(s: Session, o: PlayerOptions, subscribe: (l: (f: Server
       clearInterval(stall);
       reject(new Error(`seat ${s.seat}: session ended before the match: ${String(err)}`));
     });
-    const decide = (v: MatchView) => {
-      const legal = v.legalIntents;
+    const decide = (legal: Intent[], source: "events" | "snapshot") => {
       const ws = legal.map(weight);
       const total = ws.reduce((a, b) => a + b, 0);
       if (total === 0) return; // not the decider
@@ -199,6 +214,8 @@ export function playSeat(s: Session, o: PlayerOptions, subscribe: (l: (f: Server
         r -= ws[i]!;
       }
       if (!pick) return;
+      if (source === "events") fromEvents++;
+      else fromSnapshots++;
       const send = () => {
         pending = s.sendIntent(pick!);
         lastSentAt = Date.now();
@@ -224,23 +241,33 @@ export function playSeat(s: Session, o: PlayerOptions, subscribe: (l: (f: Server
           snapSeq = v.eventSeq;
           if (v.isFinished) {
             clearInterval(stall);
-            resolve({ final: v, intents, rejected, duplicates });
+            resolve({ final: v, intents, rejected, duplicates, fromEvents, fromSnapshots });
             return;
           }
-          if (pending === "") decide(v);
+          if (pending === "") decide(v.legalIntents, "snapshot");
           break;
         }
-        case "ServerEvents":
+        case "ServerEvents": {
+          const decision = f.body.events.some((e) => isDecision(e.event));
+          sawDecision ||= decision;
           if (f.body.events.some((e) => e.event.type === "GameFinished")) resync();
+          else if (pending === "" && decision) decide(s.legalIntents, "events");
           break;
-        case "ServerIntentResult":
-          if (f.body.intentId === pending) pending = "";
+        }
+        case "ServerIntentResult": {
+          const mine = f.body.intentId === pending;
+          if (mine) pending = "";
           if (f.body.duplicate) duplicates++;
           if (!f.body.accepted && f.body.code !== 3) rejected++;
-          resync();
+          // Without Decision events (a server without the Decision event)
+          // legal intents come with snapshots only: ask after every result.
+          if (!sawDecision || ++results % checkEvery === 0 || !f.body.accepted) resync();
+          else if (mine && s.lastSeq >= f.body.eventSeq) decide(s.legalIntents, "events"); // its events came first
           break;
+        }
         case "ServerClock":
           if (
+            !sawDecision &&
             f.body.clock.decisionPlayer === s.seat &&
             pending === "" &&
             (f.body.clock.decisionPlayer !== lastDecider || snapSeq < s.lastSeq)
