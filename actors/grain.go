@@ -360,6 +360,7 @@ func (g *grain) persist(ctx actor.Context, e logEntry, evs []protocol.EventEnvel
 	if g.deps.Metrics != nil {
 		g.deps.Metrics.observeAppend(time.Since(start), err)
 	}
+	g.deps.Metrics.observeFenced(err)
 	if err != nil {
 		if errors.Is(err, persistence.ErrFenced) {
 			g.log.Warn("fenced: a newer activation owns this match", "epoch", g.epoch)
@@ -381,7 +382,9 @@ func (g *grain) persist(ctx actor.Context, e logEntry, evs []protocol.EventEnvel
 	if g.engine.IsFinished() {
 		sctx, cancel := g.storeCtx()
 		defer cancel()
-		if err := g.deps.Store.MarkFinished(sctx, g.id, g.epoch); err != nil && !errors.Is(err, persistence.ErrFenced) {
+		err := g.deps.Store.MarkFinished(sctx, g.id, g.epoch)
+		g.deps.Metrics.observeFenced(err)
+		if err != nil && !errors.Is(err, persistence.ErrFenced) {
 			g.log.Warn("mark finished", "err", err)
 		}
 		ctx.SetReceiveTimeout(g.deps.Timing.IdleStop)
@@ -408,6 +411,7 @@ func (g *grain) snapshot(ctx actor.Context) {
 	sctx, cancel := g.storeCtx()
 	defer cancel()
 	if err := g.deps.Store.SaveSnapshot(sctx, g.id, g.epoch, persistence.Snapshot{Seq: g.logSeq, Data: data}); err != nil {
+		g.deps.Metrics.observeFenced(err)
 		if errors.Is(err, persistence.ErrFenced) {
 			g.halt(ctx)
 			return
