@@ -70,7 +70,7 @@ FLAKE_PKGS ?= ./actors ./persistence ./edge ./edge/grains ./cluster ./cmd/matchd
 flake-hunt:
 	deploy/pg-throwaway.sh run --fast -- $(GO) test -race -failfast -count=$(FLAKE_COUNT) -timeout 180m $(FLAKE_PKGS)
 
-## measure: the load numbers of docs/performance.md (1, 100, 1000 matches on PostgreSQL).
+## measure: the load table of docs/performance.md (closed and open loop at 100 and 1,000 matches, 10,000 idle sessions; PostgreSQL fsync on).
 measure:
 	deploy/measure.sh
 

@@ -232,12 +232,19 @@ func (g *grain) markAbsent(ctx actor.Context, seat int) {
 	}
 }
 
+// onSeatPing refreshes every pinged seat the grain still holds (attached
+// records the contact) and names the others.
 func (g *grain) onSeatPing(ctx actor.Context, m *SeatPing) {
+	var missing []int
 	if g.attached(m.Seat, m.SessionID) == nil {
-		g.respond(ctx, &Reply{Code: ReplyNotAttached, Message: "seat not attached"})
-		return
+		missing = append(missing, 0)
 	}
-	g.respond(ctx, &Reply{Code: ReplyOK})
+	for i, p := range m.More {
+		if g.attached(p.Seat, p.SessionID) == nil {
+			missing = append(missing, i+1)
+		}
+	}
+	g.respond(ctx, &Reply{Code: ReplyOK, NotAttached: missing})
 }
 
 // onTick fires overdue deadlines, drops seats whose edge went silent, sends

@@ -47,6 +47,9 @@ type MatchOptions struct {
 	// offered at fixed ticks with a random phase (see pacer); 0 plays as
 	// fast as the bots decide (closed loop).
 	Rate float64
+	// Connected, if set, is called once both seats are connected, before
+	// play starts (a load tool ramps up by it).
+	Connected func()
 }
 
 // MatchRun is one match played by two bots.
@@ -99,6 +102,9 @@ func PlayMatch(ctx context.Context, admin *client.Admin, o MatchOptions) (MatchR
 			return mr, fmt.Errorf("match %s seat %d: connect: %w", id, seat, err)
 		}
 		sessions[seat] = s
+	}
+	if o.Connected != nil {
+		o.Connected()
 	}
 	defer func() {
 		for _, s := range sessions {
