@@ -2,7 +2,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: test deploy-test race vet lint fuzz-smoke bench chaos-smoke measure demo games-1m ts-test web-test web-build
+.PHONY: test deploy-test race vet lint fuzz-smoke bench chaos-smoke flake-hunt measure demo games-1m ts-test web-test web-build
 
 ## test: vet, then the whole suite under -race with a throwaway PostgreSQL, then
 ## the TypeScript client's tests.
@@ -61,7 +61,16 @@ bench:
 chaos-smoke:
 	deploy/pg-throwaway.sh run --fast -- $(GO) test -count=1 -run 'TestChaos|TestCluster' -v ./cluster ./cmd/...
 
-## measure: the load numbers of docs/performance.md (1, 100, 1000 matches on PostgreSQL).
+## flake-hunt: the timing-sensitive packages FLAKE_COUNT times in a row under
+## -race (go test -count), stopping at the first failure, to catch tests that
+## fail only sometimes. The chaos tests' failover bounds run MATCHGRAIN_KILLS
+## kills per pass (default 1).
+FLAKE_COUNT ?= 10
+FLAKE_PKGS ?= ./actors ./persistence ./edge ./edge/grains ./cluster ./cmd/matchd
+flake-hunt:
+	deploy/pg-throwaway.sh run --fast -- $(GO) test -race -failfast -count=$(FLAKE_COUNT) -timeout 180m $(FLAKE_PKGS)
+
+## measure: the load table of docs/performance.md (closed and open loop at 100 and 1,000 matches, 10,000 idle sessions; PostgreSQL fsync on).
 measure:
 	deploy/measure.sh
 

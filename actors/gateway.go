@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,6 +75,10 @@ type Gateway struct {
 	// entry of a match is dropped when its last local seat closes
 	// (protoactor's cache never forgets by itself, docs/cluster.md §5.1).
 	open map[string]int
+	// live holds the seats whose keep-alive keepAlives runs; the loop runs
+	// while there are any (loopRunning).
+	live        map[*Seat]struct{}
+	loopRunning bool
 }
 
 // NewGateway checks cfg and returns a Gateway.
@@ -93,7 +98,7 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 	if cfg.ReattachTimeout <= 0 {
 		cfg.ReattachTimeout = 30 * time.Second
 	}
-	return &Gateway{cfg: cfg, log: cfg.Logger, open: map[string]int{}}, nil
+	return &Gateway{cfg: cfg, log: cfg.Logger, open: map[string]int{}, live: map[*Seat]struct{}{}}, nil
 }
 
 // MatchSpec describes a match to create.
@@ -255,7 +260,7 @@ func (g *Gateway) OpenSeat(ctx context.Context, req SeatRequest, sink Sink) (*Se
 	if req.Seat < 0 || req.Seat > 1 {
 		return nil, fmt.Errorf("%w: seat %d", ErrBadRequest, req.Seat)
 	}
-	s := &Seat{gw: g, matchID: req.MatchID, seat: req.Seat, sink: sink, initial: make(chan struct{}), stop: make(chan struct{})}
+	s := &Seat{gw: g, matchID: req.MatchID, seat: req.Seat, sink: sink, initial: make(chan struct{})}
 	s.lastSeq.Store(req.ResumeFromSeq)
 	pid, err := g.cfg.System.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &seatActor{s: s} }),
 		"seat-"+req.MatchID+"-"+mustRandomSuffix())
@@ -280,7 +285,7 @@ func (g *Gateway) OpenSeat(ctx context.Context, req SeatRequest, sink Sink) (*Se
 		s.Close(false)
 		return nil, fmt.Errorf("%w: no initial frames: %w", ErrUnavailable, ctx.Err())
 	}
-	go s.keepAlive()
+	g.addLive(s)
 	return s, nil
 }
 
@@ -320,9 +325,13 @@ type Seat struct {
 	epoch       atomic.Int64
 	initial     chan struct{}
 	initialOnce sync.Once
-	stop        chan struct{}
 	closeOnce   sync.Once
 	detached    atomic.Bool
+
+	// Keep-alive state: pinging is set while a keep-alive for this seat is
+	// in flight, which also orders the accesses to failingSince.
+	pinging      atomic.Bool
+	failingSince time.Time
 }
 
 // LastSeq is the last event seq delivered to this seat.
@@ -379,7 +388,7 @@ func (s *Seat) reattach(ctx context.Context) error {
 // Close ends the attachment; leave says the player left on purpose.
 func (s *Seat) Close(leave bool) {
 	s.closeOnce.Do(func() {
-		close(s.stop)
+		s.gw.dropLive(s)
 		ctx, cancel := context.WithTimeout(context.Background(), s.gw.cfg.RequestTimeout)
 		defer cancel()
 		if _, err := s.gw.call(ctx, s.matchID, &DetachSeat{Seat: s.seat, SessionID: s.pid.Id, Leave: leave}); err != nil &&
@@ -391,40 +400,107 @@ func (s *Seat) Close(leave bool) {
 	})
 }
 
-// keepAlive proves to the grain that this seat's transport is alive and
-// notices when the grain moved or restarted: then it re-attaches, resuming
+// Keep-alives prove to a grain that its seats' transports are alive, and
+// notice when a grain moved or restarted: then the seat re-attaches, resuming
 // from the last delivered seq, without the client noticing. If the grain
 // cannot be found for ReattachTimeout the client is told to reconnect.
-func (s *Seat) keepAlive() {
-	t := time.NewTicker(s.gw.cfg.Timing.SeatKeepAlive)
+//
+// One loop per Gateway does this for all its seats, every SeatKeepAlive,
+// with one request per match that covers both seats when both are here: a
+// match costs one keep-alive request per interval instead of two, and a seat
+// no goroutine or timer of its own. The grain drops a seat after
+// keepAliveMisses intervals without contact. (Skipping the ping of a seat
+// that had a request of its own since the last tick would save more, but it
+// stretches the longest gap between contacts to two intervals, too close to
+// the grain's limit on a loaded machine; tried, not kept.)
+
+// addLive starts the keep-alives of s (and the loop, if it is not running).
+func (g *Gateway) addLive(s *Seat) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.live[s] = struct{}{}
+	if !g.loopRunning {
+		g.loopRunning = true
+		go g.keepAlives()
+	}
+}
+
+func (g *Gateway) dropLive(s *Seat) {
+	g.mu.Lock()
+	delete(g.live, s)
+	g.mu.Unlock()
+}
+
+// keepAlives is the keep-alive loop; it ends when no seat is left.
+func (g *Gateway) keepAlives() {
+	interval := g.cfg.Timing.SeatKeepAlive
+	t := time.NewTicker(interval)
 	defer t.Stop()
-	var failingSince time.Time
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.gw.cfg.Timing.SeatKeepAlive*2)
-		_, err := s.gw.call(ctx, s.matchID, &SeatPing{Seat: s.seat, SessionID: s.pid.Id})
-		if errors.Is(err, errNotAttached) {
-			err = s.reattach(ctx)
-		}
-		cancel()
-		if errors.Is(err, ErrDetached) {
+	for range t.C {
+		due := map[string][]*Seat{}
+		g.mu.Lock()
+		if len(g.live) == 0 {
+			g.loopRunning = false
+			g.mu.Unlock()
 			return
 		}
-		if err == nil {
-			failingSince = time.Time{}
-			continue
+		for s := range g.live {
+			if s.pinging.Load() {
+				continue
+			}
+			due[s.matchID] = append(due[s.matchID], s)
 		}
-		if failingSince.IsZero() {
-			failingSince = time.Now()
+		g.mu.Unlock()
+		// One goroutine per match: a match whose member died must not
+		// hold up the others' pings while its requests retry.
+		for id, seats := range due {
+			for _, s := range seats {
+				s.pinging.Store(true)
+			}
+			go g.ping(id, seats)
 		}
-		if time.Since(failingSince) > s.gw.cfg.ReattachTimeout {
+	}
+}
+
+// ping sends one keep-alive for the seats of one match and settles each.
+func (g *Gateway) ping(matchID string, seats []*Seat) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*g.cfg.Timing.SeatKeepAlive)
+	defer cancel()
+	m := &SeatPing{Seat: seats[0].seat, SessionID: seats[0].pid.Id}
+	for _, s := range seats[1:] {
+		m.More = append(m.More, PingedSeat{Seat: s.seat, SessionID: s.pid.Id})
+	}
+	r, err := g.call(ctx, matchID, m)
+	for i, s := range seats {
+		serr := err
+		if err == nil && slices.Contains(r.NotAttached, i) {
+			serr = errNotAttached
+		}
+		if errors.Is(serr, errNotAttached) {
+			serr = s.reattach(ctx)
+		}
+		s.pinged(serr)
+	}
+	for _, s := range seats {
+		s.pinging.Store(false)
+	}
+}
+
+// pinged settles one seat's keep-alive; err is nil when the grain holds it.
+func (s *Seat) pinged(err error) {
+	switch {
+	case errors.Is(err, ErrDetached):
+		s.gw.dropLive(s)
+	case err == nil:
+		s.failingSince = time.Time{}
+	default:
+		if s.failingSince.IsZero() {
+			s.failingSince = time.Now()
+		}
+		if time.Since(s.failingSince) > s.gw.cfg.ReattachTimeout {
 			s.gw.log.Warn("seat lost its match", "match", s.matchID, "seat", s.seat, "err", err)
 			s.detach(DetachUnavailable)
-			return
+			s.gw.dropLive(s)
 		}
 	}
 }

@@ -26,8 +26,10 @@ type testNode struct {
 	node    *mgcluster.Node
 	gw      *Gateway
 	metrics *Metrics
-	store   *persistence.FaultyStore
-	rules   Rules
+	// registry is what metrics are registered with, as an edge serves it.
+	registry *prometheus.Registry
+	store    *persistence.FaultyStore
+	rules    Rules
 }
 
 func fastTiming() Timing {
@@ -79,11 +81,12 @@ func startTestNodeRules(t *testing.T, timing Timing, inner persistence.Store, ru
 	if testing.Verbose() {
 		log = slog.Default()
 	}
-	metrics, err := NewMetrics(prometheus.NewRegistry())
+	registry := prometheus.NewRegistry()
+	metrics, err := NewMetrics(registry)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tn := &testNode{store: store, rules: rules, metrics: metrics}
+	tn := &testNode{store: store, rules: rules, metrics: metrics, registry: registry}
 	kind, err := NewMatchKind(GrainDeps{
 		Store: store, Rules: tn.rules, Timing: timing, Logger: log, Metrics: tn.metrics,
 		Owner: func() string { return tn.node.ID() },
@@ -255,12 +258,20 @@ func TestGrainHandshakeIntentsAndDuplicates(t *testing.T) {
 	if rej.Accepted || rej.Code != protocol.RejectNotYourTurn || rej.EventSeq != 4 {
 		t.Fatalf("rejection = %+v", rej)
 	}
-	select {
-	case f := <-k0.frames:
-		if _, ok := f.(*protocol.ServerClock); !ok {
-			t.Fatalf("unexpected frame after rejection: %T %+v", f, f)
+	// A rejection changes nothing and broadcasts nothing: the next frame
+	// other than a periodic ServerClock is the answer to a later marker
+	// intent (frames of one seat arrive in order), not some event.
+	sendIntent(t, s0, "a-3", 4, protocol.EndTurn{})
+	for {
+		f := k0.next(t)
+		if _, ok := f.(*protocol.ServerClock); ok {
+			continue
 		}
-	case <-time.After(200 * time.Millisecond):
+		r, ok := f.(*protocol.ServerIntentResult)
+		if !ok || r.IntentID != "a-3" || r.Accepted || r.EventSeq != 4 {
+			t.Fatalf("after the rejection got %T %+v, want only the marker's rejection at seq 4", f, f)
+		}
+		break
 	}
 }
 

@@ -49,9 +49,18 @@ type DetachSeat struct {
 	Leave     bool
 }
 
-// SeatPing is the seat actor's keep-alive; the reply says whether the grain
-// still holds this attachment and how far the match is.
+// SeatPing is an edge's keep-alive for its seats of one match: Seat and
+// SessionID name the first, More the others. The reply is OK when the grain
+// runs; its NotAttached lists the seats (0 the first, i the More[i-1]) the
+// grain no longer holds.
 type SeatPing struct {
+	Seat      int
+	SessionID string
+	More      []PingedSeat
+}
+
+// PingedSeat is one more seat of a SeatPing.
+type PingedSeat struct {
 	Seat      int
 	SessionID string
 }
@@ -78,6 +87,9 @@ type Reply struct {
 	Message string
 	Epoch   int64
 	LastSeq int64
+	// NotAttached answers a SeatPing: the indexes of its seats that the
+	// grain does not hold.
+	NotAttached []int `msgpack:",omitempty"`
 	// Status answers an Inspect.
 	Status *MatchStatus `msgpack:",omitempty"`
 }

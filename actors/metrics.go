@@ -1,11 +1,15 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/matchgrain/matchgrain/persistence"
 )
 
 // Metrics are the Prometheus collectors of the match grains of one member.
@@ -28,6 +32,30 @@ type Metrics struct {
 
 	mu        sync.Mutex
 	takeovers []Takeover // ring, newest last
+
+	// fenced counts writes (appends, snapshots, finish marks) the store
+	// refused because a newer activation claimed the match: each is a stale
+	// activation that woke up (or lagged) and was stopped by the fence, the
+	// event the one-writer guarantee exists for. Exported as
+	// matchgrain_store_fenced_writes_total; any value above zero means a
+	// member was frozen, partitioned or too slow for its peers.
+	fenced atomic.Int64
+}
+
+// FencedWrites returns how many writes the epoch fence refused so far
+// (matchgrain_store_fenced_writes_total).
+func (m *Metrics) FencedWrites() int64 {
+	if m == nil {
+		return 0
+	}
+	return m.fenced.Load()
+}
+
+// observeFenced counts a write that err says the fence refused.
+func (m *Metrics) observeFenced(err error) {
+	if m != nil && errors.Is(err, persistence.ErrFenced) {
+		m.fenced.Add(1)
+	}
 }
 
 // Takeover is an activation of an unfinished match that an earlier
@@ -96,8 +124,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5},
 		}),
 	}
+	fenced := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "matchgrain_store_fenced_writes_total", Help: "Writes of stale activations refused by the epoch fence.",
+	}, func() float64 { return float64(m.fenced.Load()) })
 	for _, c := range []prometheus.Collector{m.ActiveGrains, m.IntentsAccepted, m.IntentsRejected,
-		m.Appends, m.AppendErrors, m.AppendSeconds, m.AppendDuration} {
+		m.Appends, m.AppendErrors, m.AppendSeconds, m.AppendDuration, fenced} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register grain metrics: %w", err)
 		}

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -88,6 +89,24 @@ func testFenced(t *testing.T, tn *testNode) {
 	if e := tn.seatEpoch(s0); e <= rec.Epoch {
 		t.Fatalf("seat still on epoch %d, intruder claimed %d", e, rec.Epoch)
 	}
+	// The refused write is counted and exported: the chaos tests read the
+	// same counter from a real member that woke up stale.
+	if n := tn.metrics.FencedWrites(); n != 1 {
+		t.Fatalf("fenced writes counted: %d, want 1 (the stale activation's append)", n)
+	}
+	mfs, err := tn.registry.Gather()
+	if err != nil {
+		t.Fatalf("gather metrics: %v", err)
+	}
+	exported := -1.0
+	for _, mf := range mfs {
+		if mf.GetName() == "matchgrain_store_fenced_writes_total" && len(mf.GetMetric()) == 1 {
+			exported = mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	if exported != 1 {
+		t.Fatalf("matchgrain_store_fenced_writes_total exported as %v, want 1", exported)
+	}
 	sendIntent(t, s0, "y", 1, protocol.EndTurn{})
 	if res := expectResult(t, k0, "y"); !res.Accepted || !res.Duplicate || res.EventSeq != 4 {
 		t.Fatalf("re-sent intent: %+v, want a duplicate of seq 4", res)
@@ -156,26 +175,36 @@ func TestGrainAbsenceEndsMatch(t *testing.T) {
 func TestGrainSendsClockPeriodically(t *testing.T) {
 	timing := fastTiming()
 	timing.ClockInterval = 100 * time.Millisecond
+	// A seat that misses 3 keep-alives is dropped and re-attached, and the
+	// re-attach sends a ServerClock of its own: with the 100 ms keep-alive
+	// of fastTiming that happens on a loaded machine under -race, so keep
+	// the seat's keep-alive out of this test's way.
+	timing.SeatKeepAlive = 2 * time.Second
 	tn := startTestNode(t, timing)
 	id := tn.create(t, 0)
 	_, k0 := tn.open(t, id, 0, 0)
-	clocks := 0
-	var last protocol.ClockView
-	deadline := time.After(700 * time.Millisecond)
-	for waiting := true; waiting; {
+	// The attach sends one ServerClock, then five periodic ones follow,
+	// each at least an interval after the previous by the server's own
+	// time; the 10 s bound (20 intervals per clock) only keeps a broken
+	// timer from hanging the test on a loaded machine.
+	var clocks []protocol.ClockView
+	deadline := time.After(10 * time.Second)
+	for len(clocks) < 6 {
 		select {
 		case f := <-k0.frames:
 			if c, ok := f.(*protocol.ServerClock); ok {
-				clocks++
-				last = c.Clock
+				clocks = append(clocks, c.Clock)
 			}
 		case <-deadline:
-			waiting = false
+			t.Fatalf("%d ServerClock frames in 10 s at a 100 ms interval", len(clocks))
 		}
 	}
-	if clocks < 5 {
-		t.Fatalf("%d ServerClock frames in 700 ms at a 100 ms interval", clocks)
+	for i := 2; i < len(clocks); i++ {
+		if gap := clocks[i].ServerTimeMs - clocks[i-1].ServerTimeMs; gap < timing.ClockInterval.Milliseconds() {
+			t.Fatalf("ServerClock %d came %d ms after the previous one, interval %v", i, gap, timing.ClockInterval)
+		}
 	}
+	last := clocks[len(clocks)-1]
 	if !last.IsRunning || last.DecisionPlayer != 0 || last.TurnDeadlineMs == 0 || last.Bank0Ms != timing.BankTime.Milliseconds() {
 		t.Fatalf("clock = %+v", last)
 	}
@@ -196,5 +225,60 @@ func waitFinished(t *testing.T, k *frameSink) finished {
 				}
 			}
 		}
+	}
+}
+
+// A reactivated grain rebuilds its event journal from the durable log, so a
+// client far behind the snapshot point resumes from events, not from a
+// snapshot: its hello says resumed=true and the events follow from its seq.
+func TestGrainJournalRebuiltAfterReactivation(t *testing.T) {
+	for _, sk := range storeKinds {
+		t.Run(sk.name, func(t *testing.T) {
+			timing := fastTiming()
+			timing.SnapshotEvery = 2
+			testJournalRebuilt(t, startTestNodeOn(t, timing, sk.open(t)))
+		})
+	}
+}
+
+func testJournalRebuilt(t *testing.T, tn *testNode) {
+	id := tn.create(t, 0)
+	seats := [2]*Seat{}
+	sinks := [2]*frameSink{}
+	for s := range 2 {
+		seats[s], sinks[s] = tn.open(t, id, s, 0)
+		expectFrame[*protocol.ServerHello](t, sinks[s])
+	}
+	var seq int64 = 1
+	for i := range 5 {
+		s := i % 2
+		sendIntent(t, seats[s], fmt.Sprintf("end-%d", i), seq, protocol.EndTurn{})
+		res := expectResult(t, sinks[s], fmt.Sprintf("end-%d", i))
+		if !res.Accepted {
+			t.Fatalf("intent %d: %+v", i, res)
+		}
+		seq = res.EventSeq
+	}
+	// Another activation takes the match over: the next intent finds this
+	// one fenced and lands on a new activation, rebuilt from snapshot + log.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := tn.store.Inner().Claim(ctx, id, "intruder"); err != nil {
+		t.Fatalf("intruding claim: %v", err)
+	}
+	sendIntent(t, seats[1], "after", seq, protocol.EndTurn{})
+	if res := expectResult(t, sinks[1], "after"); !res.Accepted || res.Duplicate {
+		t.Fatalf("intent on the new activation: %+v", res)
+	} else {
+		seq = res.EventSeq
+	}
+	// Seat 0 comes back from seq 2, long before the snapshot point.
+	_, k := tn.open(t, id, 0, 2)
+	if h := expectFrame[*protocol.ServerHello](t, k); !h.Resumed || h.EventSeq != seq {
+		t.Fatalf("hello after reactivation: %+v, want resumed at seq %d", h, seq)
+	}
+	ev := expectFrame[*protocol.ServerEvents](t, k)
+	if ev.FromSeq != 3 || ev.ToSeq != seq || len(ev.Events) == 0 || ev.Events[0].Seq != 3 {
+		t.Fatalf("resume from 2 after reactivation: events %d..%d (%d), want 3..%d", ev.FromSeq, ev.ToSeq, len(ev.Events), seq)
 	}
 }

@@ -1,53 +1,145 @@
 #!/usr/bin/env bash
-# measure.sh runs the load measurements recorded in docs/performance.md on
-# this machine: one matchd node on a throwaway PostgreSQL (durable: fsync on),
-# then `matchctl load` at 1, 100 and 1,000 concurrent bot matches over
-# WebSocket, printing intent latency (client send → accepted result), intent
-# throughput and the node's resident memory while the matches are active.
+# measure.sh runs the load table of docs/performance.md on this machine and
+# prints it: one matchd node on a throwaway PostgreSQL with fsync on (durable:
+# every accepted intent is committed before its result is sent), driven over
+# WebSocket by `matchctl load` on the same machine. Each workload gets a fresh
+# node (and database schema), so its memory figures start from an idle node.
 #
-# Usage: deploy/measure.sh [CONCURRENCY...]     (default: 1 100 1000)
-# Everything runs on 127.0.0.1 and stops by itself.
+# Usage: deploy/measure.sh [WORKLOAD...]
+#   closed100   closed loop, 100 matches at once (bots decide as fast as they can)
+#   closed1000  closed loop, 1,000 matches at once
+#   open100     open loop, 100 matches × 2 intents/s, random phase
+#   open1000    open loop, 1,000 matches × 2 intents/s
+#   idle10000   10,000 connected, silent sessions (5,000 matches)
+# Default: all five, in this order.
+#
+# Environment:
+#   MEASURE_WARMUP     warm-up before measuring (default 20s; 1,000 matches
+#                      ramp up 32 at a time, so they get 60s at least)
+#   MEASURE_DURATION   measured time per workload (default 30s)
+#   MEASURE_RATE       open-loop intents/s per match (default 2)
+#   MEASURE_IDLE       sessions of the idle workload (default 10000)
+#   MEASURE_IDLE_HOLD  how long they are held (default 30s)
+#   MEASURE_PROFILE    directory: also take a 20 s CPU profile and a heap
+#                      profile of the node during each workload (pprof through
+#                      --debug-listen), with the matchd binary next to them
+#   DATABASE_URL       use this PostgreSQL instead of a throwaway one
+# Everything listens on 127.0.0.1 and stops by itself; the JSON reports stay
+# in the work directory printed at the start until the script exits.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-levels=("$@")
-((${#levels[@]})) || levels=(1 100 1000)
+workloads=("$@")
+((${#workloads[@]})) || workloads=(closed100 closed1000 open100 open1000 idle10000)
+for w in "${workloads[@]}"; do
+	case "$w" in closed100 | closed1000 | open100 | open1000 | idle10000) ;;
+	*) echo "measure.sh: unknown workload $w" >&2; exit 2 ;;
+	esac
+done
 
 work=$(mktemp -d)
 trap 'kill "${node_pid:-}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 go build -o "$work/matchd" ./cmd/matchd
 go build -o "$work/matchctl" ./cmd/matchctl
+echo "work directory: $work" >&2
 
-run_levels() {
+run_all() {
 	set -euo pipefail
 	trap 'kill "${node_pid:-}" 2>/dev/null || true' EXIT
-	local token=measure-token port
-	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-	"$work/matchd" --database-url "$DATABASE_URL" --listen "127.0.0.1:$port" --gossip-addr 127.0.0.1:0 \
-		--remote-addr 127.0.0.1:0 --admin-token "$token" --log-level warn >"$work/matchd.out" 2>"$work/matchd.err" &
-	node_pid=$!
-	for _ in $(seq 100); do grep -q "matchd ready" "$work/matchd.out" 2>/dev/null && break; sleep 0.2; done
-	grep -q "matchd ready" "$work/matchd.out" || { cat "$work/matchd.err"; exit 1; }
-	echo "node ready; idle RSS $(ps -o rss= -p "$node_pid") KiB"
-	for n in "${levels[@]}"; do
-		local matches=$n
-		((matches < 3)) && matches=3
-		echo "== $n concurrent matches ($matches played)"
-		# Sample the node's memory while the matches run.
-		( peak=0; while kill -0 "$node_pid" 2>/dev/null; do
-			r=$(ps -o rss= -p "$node_pid" 2>/dev/null || echo 0); ((r > peak)) && peak=$r && echo "$peak" >"$work/peak"
-			sleep 0.5; done ) &
-		sampler=$!
-		echo 0 >"$work/peak"
-		"$work/matchctl" load --server "http://127.0.0.1:$port" --token "$token" --matches "$matches" \
-			--concurrency "$n" --timeout 20m
-		kill "$sampler" 2>/dev/null || true
-		echo "node peak RSS during the run: $(cat "$work/peak") KiB"
+	local warmup=${MEASURE_WARMUP:-20s} dur=${MEASURE_DURATION:-30s} rate=${MEASURE_RATE:-2}
+	local idle=${MEASURE_IDLE:-10000} hold=${MEASURE_IDLE_HOLD:-30s} prof=${MEASURE_PROFILE:-}
+	local token=measure-token
+	[[ -n "$prof" ]] && mkdir -p "$prof" && cp "$work/matchd" "$prof/matchd"
+	free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+	# The load generator is one address and opens thousands of connections
+	# at once: lift the connection, per-address and handshake limits for it. The idle workload's matches never see a
+	# decision, so their decision clocks must outlast the minutes it takes
+	# to connect 10,000 sessions, or matches end by timeout while held.
+	start_node() { # $1: schema, then extra matchd flags
+		local schema=$1 port dport
+		shift
+		port=$(free_port)
+		dport=$(free_port)
+		PGOPTIONS=--client-min-messages=warning psql -q "$DATABASE_URL" -c "DROP SCHEMA IF EXISTS $schema CASCADE; CREATE SCHEMA $schema" >/dev/null
+		"$work/matchd" --database-url "$DATABASE_URL" --database-schema "$schema" --listen "127.0.0.1:$port" \
+			--gossip-addr 127.0.0.1:0 --remote-addr 127.0.0.1:0 --admin-token "$token" --log-level warn \
+			--debug-listen "127.0.0.1:$dport" --max-connections 30000 --max-connections-per-address 30000 --max-handshakes 30000 \
+			"$@" >"$work/$schema.out" 2>"$work/$schema.err" &
+		node_pid=$!
+		for _ in $(seq 150); do grep -q "matchd ready" "$work/$schema.out" 2>/dev/null && break; sleep 0.2; done
+		grep -q "matchd ready" "$work/$schema.out" || { cat "$work/$schema.err" >&2; exit 1; }
+		server="http://127.0.0.1:$port"
+		debug="http://127.0.0.1:$dport"
+	}
+	profile() { # $1: name, $2: seconds to wait before profiling
+		[[ -n "$prof" ]] || return 0
+		prof_pid=
+		(sleep "$2"
+			curl -s -o "$prof/$1.cpu.pprof" "$debug/debug/pprof/profile?seconds=20" || true
+			curl -s -o "$prof/$1.heap.pprof" "$debug/debug/pprof/heap" || true) &
+		prof_pid=$!
+	}
+	secs() { python3 -c "import sys,re; m=re.fullmatch(r'(\d+)(s|m)', sys.argv[1]); print(int(m[1])*(60 if m[2]=='m' else 1))" "$1"; }
+	for w in "${workloads[@]}"; do
+		local n=${w//[a-z]/} wu=$warmup
+		((n >= 1000)) && (($(secs "$wu") < 60)) && wu=60s
+		echo "== $w" >&2
+		if [[ $w == idle* ]]; then
+			start_node "m_$w" --decision-time 1h --bank-time 1h
+		else
+			start_node "m_$w"
+		fi
+		case "$w" in
+		closed*)
+			profile "$w" $(($(secs "$wu") + 5))
+			"$work/matchctl" load --server "$server" --token "$token" --matches "$n" \
+				--warmup "$wu" --duration "$dur" --json >"$work/$w.json" || true ;;
+		open*)
+			profile "$w" $(($(secs "$wu") + 5))
+			"$work/matchctl" load --server "$server" --token "$token" --matches "$n" --rate "$rate" \
+				--warmup "$wu" --duration "$dur" --json >"$work/$w.json" || true ;;
+		idle*)
+			"$work/matchctl" load --server "$server" --token "$token" --idle "$idle" --idle-hold "$hold" \
+				--json >"$work/$w.json" || true
+			[[ -n "$prof" ]] && curl -s -o "$prof/$w.heap.pprof" "$debug/debug/pprof/heap" ;;
+		esac
+		[[ -n "${prof_pid:-}" ]] && { wait "$prof_pid" 2>/dev/null || true; prof_pid=; }
+		kill "$node_pid"
+		wait "$node_pid" 2>/dev/null || true
+		node_pid=
 	done
-	kill "$node_pid"
+	python3 - "$work" "${workloads[@]}" <<'EOF'
+import json, sys
+work, names = sys.argv[1], sys.argv[2:]
+print()
+print("| workload | intents/s | p50 | p90 | p99 | max | skipped ticks | errors | node CPU per intent | node peak RSS |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+idle = []
+for n in names:
+    try:
+        r = json.load(open(f"{work}/{n}.json"))
+    except Exception as e:
+        print(f"| {n} | failed: {e} |")
+        continue
+    if n.startswith("idle"):
+        idle.append(r)
+        continue
+    mode = "closed loop" if r["mode"] == "closed" else f"open loop {r['ratePerMatch']:g}/s per match"
+    node = r.get("node") or {}
+    lat = r["latencyMs"]
+    ticks = f"{r['skippedTicks']:,} of {r['ticks']:,}" if r["mode"] == "open" else "—"
+    print(f"| {r['matches']:,} matches, {mode} | {r['intentsPerSecond']:,.0f} | {lat['p50']:.1f} ms | {lat['p90']:.1f} ms | "
+          f"{lat['p99']:.1f} ms | {lat['max']:.0f} ms | {ticks} | {r['errors']} | "
+          f"{node.get('cpuMsPerIntent', 0):.3f} ms | {node.get('peakRssBytes', 0)/2**20:.0f} MiB |")
+for r in idle:
+    print()
+    print(f"idle: {r['connected']:,} of {r['sessions']:,} sessions connected, {r['dropped']} dropped, held {r['heldSeconds']:.0f} s; "
+          f"node RSS {r['rssBytesBefore']/2**20:.1f} → {r['rssBytesHeld']/2**20:.1f} MiB: "
+          f"{r['rssBytesPerConnection']/1024:.1f} KiB per connection (seat and half a match included)")
+EOF
 }
 
 if [[ -n "${DATABASE_URL:-}" ]]; then
-	run_levels
+	run_all
 else
-	deploy/pg-throwaway.sh run -- bash -c "$(declare -f run_levels); work='$work'; levels=(${levels[*]}); run_levels"
+	deploy/pg-throwaway.sh run -- bash -c "$(declare -f run_all); work='$work'; workloads=(${workloads[*]}); run_all"
 fi

@@ -17,7 +17,10 @@ import (
 // messages and leaves with the batch.
 //
 // The buffer comes from a pool and goes back after each batch: an idle
-// connection holds none.
+// connection holds none. A batch larger than corkFlushAt leaves in writes of
+// about that size, so a batch never costs more than that in extra memory
+// and a client that stops reading blocks the writer (until its deadline)
+// as early as without the buffer.
 type corkConn struct {
 	net.Conn
 
@@ -26,9 +29,13 @@ type corkConn struct {
 	buf    *[]byte
 }
 
-// corkBufKeep is the largest batch buffer returned to the pool; a batch
-// that needed more (a large snapshot) lets its buffer go.
-const corkBufKeep = 64 << 10
+// corkFlushAt is the buffered size at which a corked connection writes
+// what it holds without waiting for uncork; corkBufKeep is the largest
+// buffer returned to the pool (one large frame can overshoot corkFlushAt).
+const (
+	corkFlushAt = 64 << 10
+	corkBufKeep = 2 * corkFlushAt
+)
 
 var corkBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
@@ -40,6 +47,13 @@ func (c *corkConn) Write(p []byte) (int, error) {
 		return c.Conn.Write(p)
 	}
 	*c.buf = append(*c.buf, p...)
+	if len(*c.buf) >= corkFlushAt {
+		_, err := c.Conn.Write(*c.buf)
+		*c.buf = (*c.buf)[:0]
+		if err != nil {
+			return 0, fmt.Errorf("write websocket batch: %w", err)
+		}
+	}
 	return len(p), nil
 }
 

@@ -243,41 +243,94 @@ func TestPGGroupCommitDefault(t *testing.T) {
 	}
 }
 
-// TestPGGroupCommitClose fails appends queued behind a slow batch with
-// ErrClosed instead of leaving their callers hanging.
+// TestPGGroupCommitClose: Close fails the appends queued behind a batch in
+// flight with ErrClosed at once, instead of leaving their callers hanging,
+// and lets the batch in flight finish. The batch is held in flight by a row
+// lock on its match taken through the store's own pool.
 func TestPGGroupCommitClose(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewStore(t, persistence.WithMaxConns(4),
-		persistence.WithGroupCommit(persistence.GroupCommitConfig{Writers: 1}))
+		persistence.WithGroupCommit(persistence.GroupCommitConfig{Writers: 1, Timeout: storetest.Timeout}))
 	ctx := testContext(t)
-	if err := s.CreateMatch(ctx, "m", nil); err != nil {
-		t.Fatal(err)
+	var epochs [2]int64
+	for i, id := range []string{"m", "n"} {
+		if err := s.CreateMatch(ctx, id, nil); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := s.Claim(ctx, id, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		epochs[i] = rec.Epoch
 	}
-	rec, err := s.Claim(ctx, "m", "a")
+	// Every fenced append updates its match's row: holding that row's lock
+	// keeps the one writer's batch in flight.
+	tx, err := s.Pool().Begin(ctx)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("begin: %v", err)
 	}
-	const appends = 20
-	errs := make(chan error, appends)
-	for i := range appends {
-		go func() {
-			errs <- s.Append(ctx, "m", rec.Epoch, []persistence.LogEntry{{Seq: int64(i + 1)}})
-		}()
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM matches WHERE match_id = 'm' FOR UPDATE"); err != nil {
+		t.Fatalf("lock row: %v", err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatalf("close: %v", err)
-	}
-	for range appends {
-		select {
-		case err := <-errs:
-			// Racing appends may land (seq 1), be refused or find the store closed;
-			// what matters is that every caller gets an answer.
-			_ = err
-		case <-time.After(storetest.Timeout):
-			t.Fatal("an append is still waiting after Close returned")
+	inflight := make(chan error, 1)
+	go func() { inflight <- s.Append(ctx, "m", epochs[0], []persistence.LogEntry{{Seq: 1}}) }()
+	for deadline := time.Now().Add(storetest.Timeout); s.GroupCommitStats().Batches != 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d batches sent after %v, want the locked one", s.GroupCommitStats().Batches, storetest.Timeout)
 		}
 	}
-	if err := s.Append(ctx, "m", rec.Epoch, []persistence.LogEntry{{Seq: 100}}); !errors.Is(err, persistence.ErrClosed) {
+
+	// Queued behind it: the one writer is busy (and "m" is in flight).
+	const queued = 10
+	errs := make(chan error, queued)
+	for i := range queued {
+		id, ep, seq := "n", epochs[1], int64(i/2+1)
+		if i%2 == 0 {
+			id, ep, seq = "m", epochs[0], int64(i/2+2)
+		}
+		go func() { errs <- s.Append(ctx, id, ep, []persistence.LogEntry{{Seq: seq}}) }()
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+
+	// Every queued append is answered ErrClosed while the batch ahead of
+	// it is still stuck on the lock: Close failed it, nothing flushed it.
+	for range queued {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, persistence.ErrClosed) {
+				t.Fatalf("queued append: err = %v, want ErrClosed", err)
+			}
+		case <-time.After(storetest.Timeout):
+			t.Fatal("a queued append is still waiting after Close was called")
+		}
+	}
+	select {
+	case err := <-inflight:
+		t.Fatalf("the locked batch returned (%v) before its row lock was released", err)
+	default:
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatalf("unlock row: %v", err)
+	}
+	// Close waits for the batch in flight, which then commits.
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("close: %v", err)
+		}
+	case <-time.After(storetest.Timeout):
+		t.Fatal("Close did not return after the batch in flight could finish")
+	}
+	select {
+	case err := <-inflight:
+		if err != nil {
+			t.Fatalf("the batch in flight at Close: err = %v, want committed", err)
+		}
+	case <-time.After(storetest.Timeout):
+		t.Fatal("the batch in flight at Close never answered")
+	}
+	if err := s.Append(ctx, "m", epochs[0], []persistence.LogEntry{{Seq: 100}}); !errors.Is(err, persistence.ErrClosed) {
 		t.Fatalf("append after close: err = %v, want ErrClosed", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net/http"
 
+	tsclient "github.com/matchgrain/matchgrain/clients/ts"
 	"github.com/matchgrain/matchgrain/game"
 )
 
@@ -48,6 +49,10 @@ func Handler() http.Handler {
 		switch r.URL.Path {
 		case "/console", "/console/":
 			http.ServeFileFS(w, r, assets, "console.html")
+		case "/matchgrain-client.js":
+			w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+			w.Header().Set("Cache-Control", "no-cache")
+			_, _ = w.Write(tsclient.BrowserBundle) // the client may have gone
 		case "/cards.json":
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Cache-Control", "max-age=300")

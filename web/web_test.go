@@ -34,7 +34,8 @@ func TestHandlerServesEmbeddedPages(t *testing.T) {
 	for _, c := range []struct{ path, ctype, contains string }{
 		{"/", "text/html", `src="/play.js"`},
 		{"/console", "text/html", `src="/console.js"`},
-		{"/play.js", "javascript", "Session"},
+		{"/play.js", "javascript", `from "/matchgrain-client.js"`},
+		{"/matchgrain-client.js", "javascript", "Session = class"},
 		{"/console.js", "javascript", "/console/api/overview"},
 		{"/style.css", "text/css", ".card"},
 		{"/cards.json", "application/json", `"name"`},

@@ -131,11 +131,23 @@ func TestUnknownIsLoggedRateLimited(t *testing.T) {
 	var buf bytes.Buffer
 	envelope.SetLogger(slog.New(slog.NewTextHandler(&buf, nil)))
 	defer envelope.SetLogger(nil)
+	// Whatever other tests logged, the window they opened is over.
+	envelope.ShiftWarnWindow(2 * envelope.WarnEvery)
 	for range 50 {
 		envelope.Decode("test.RateLimited", nil)
 	}
-	if n := strings.Count(buf.String(), "ignoring undecodable message"); n > 1 {
-		t.Fatalf("%d warnings for 50 unknown messages, want at most 1 per window:\n%s", n, buf.String())
+	if n := strings.Count(buf.String(), "ignoring undecodable message"); n != 1 {
+		t.Fatalf("%d warnings for 50 unknown messages in one window, want exactly 1:\n%s", n, buf.String())
+	}
+	// The next window's warning says how many were left out.
+	envelope.ShiftWarnWindow(envelope.WarnEvery)
+	envelope.Decode("test.RateLimited", nil)
+	out := buf.String()
+	if n := strings.Count(out, "ignoring undecodable message"); n != 2 {
+		t.Fatalf("%d warnings after the window passed, want 2:\n%s", n, out)
+	}
+	if !strings.Contains(out, "suppressed_since_last=49") {
+		t.Fatalf("the second window's warning does not count the 49 suppressed messages:\n%s", out)
 	}
 }
 

@@ -69,7 +69,7 @@ type Child struct {
 	pending map[uint64]chan callResult
 	events  []string
 	stderr  []byte // tail
-	races   raceScanner
+	races   RaceScanner
 	dead    bool // set with the pending calls failed, before exited closes
 
 	readyCh chan map[string]string
@@ -236,7 +236,7 @@ func (c *Child) readStderr(r io.Reader) {
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
 		c.mu.Lock()
-		for _, l := range c.races.line(sc.Text()) {
+		for _, l := range c.races.Line(sc.Text()) {
 			c.stderr = append(c.stderr, l...)
 			c.stderr = append(c.stderr, '\n')
 		}
@@ -354,17 +354,7 @@ func (c *Child) cleanup(t testing.TB) {
 	c.mu.Lock()
 	races := c.races
 	c.mu.Unlock()
-	if len(races.ours) > 0 {
-		t.Errorf("child %s reported %d data race(s) in this module's code:\n%s",
-			c.Name, len(races.ours), strings.Join(races.ours, "\n"))
-	}
-	if races.thirdParty > 0 {
-		t.Logf("child %s reported %d data race(s) inside dependencies only (not failing; set %s=1 to fail on them)",
-			c.Name, races.thirdParty, EnvStrictRace)
-		if os.Getenv(EnvStrictRace) == "1" {
-			t.Errorf("child %s: third-party data races with %s=1", c.Name, EnvStrictRace)
-		}
-	}
+	races.Check(t, "child "+c.Name)
 	if t.Failed() {
 		t.Logf("child %s stderr (tail):\n%s", c.Name, c.StderrTail())
 	}

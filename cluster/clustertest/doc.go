@@ -29,7 +29,10 @@
 // "clustertest:ready {...}" and may emit "clustertest:event <json string>"
 // (Emit). Serve and Child are usable for any child, not only members (the
 // envelope tests run a bare protoactor remote that way). A child's stderr is
-// kept and logged when the test fails; a data race it reports fails the test.
+// kept and logged when the test fails; a data race it reports fails the test
+// unless it lies wholly in a dependency listed, with its reason, in
+// AllowedRaces. RaceScanner applies the same rule to any process's stderr
+// (the chaos tests of cmd/matchd run -race builds of matchd through it).
 //
 // Eventually (and Poll) replace sleeps with polling under a deadline;
 // FreeAddr picks a loopback port free for TCP and UDP.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -26,11 +27,12 @@ func TestGatewayPlay(t *testing.T) {
 	}
 	srv := startGatewayServer(t)
 	cases := []struct {
-		name  string
-		extra []string
+		name      string
+		extra     []string
+		killEvery int // the bots drop their connection after every N intents
 	}{
-		{"websocket", nil},
-		{"tcp with chaos", []string{"--tcp", srv.TCPAddr, "--kill-every", "5"}},
+		{"websocket", nil, 0},
+		{"tcp with chaos", []string{"--tcp", srv.TCPAddr, "--kill-every", "5"}, 5},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,8 +46,34 @@ func TestGatewayPlay(t *testing.T) {
 					t.Errorf("output lacks %q", want)
 				}
 			}
+			if tc.killEvery > 0 {
+				checkReconnects(t, out, tc.killEvery)
+			}
 			lines := strings.Split(strings.TrimSpace(out), "\n")
 			t.Log(strings.Join(lines[max(0, len(lines)-4):], "\n"))
 		})
+	}
+}
+
+// checkReconnects proves the chaos happened: each seat's summary line
+// ("P0: 23 intents (1 rejected), 4 reconnects, ...") shows a reconnect for
+// every killEvery intents, the last drop excepted (the match may end before
+// it is resumed).
+func checkReconnects(t *testing.T, out string, killEvery int) {
+	t.Helper()
+	seen := 0
+	for _, l := range strings.Split(out, "\n") {
+		var seat, intents, rejected, reconnects int
+		if _, err := fmt.Sscanf(l, "P%d: %d intents (%d rejected), %d reconnects", &seat, &intents, &rejected, &reconnects); err != nil {
+			continue
+		}
+		seen++
+		if want := max(1, intents/killEvery-1); reconnects < want {
+			t.Errorf("P%d: %d reconnects for %d intents with --kill-every %d, want at least %d: the connections were not dropped",
+				seat, reconnects, intents, killEvery, want)
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("found %d seat summary lines, want 2:\n%s", seen, out)
 	}
 }

@@ -80,6 +80,9 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return runLoad(ctx, &f, stdout, stderr)
 }
 
+// startAtOnce bounds the matches being created and connected at once.
+const startAtOnce = 32
+
 // Report is the final report of `matchctl load` (--json prints it as is).
 type Report struct {
 	Mode            string  `json:"mode"` // "closed" or "open"
@@ -196,6 +199,10 @@ func runLoad(ctx context.Context, f *loadFlags, stdout, stderr io.Writer) error 
 		running   atomic.Int64
 		nextMatch atomic.Int64
 	)
+	// At most startAtOnce matches are being created and connected at any
+	// time, so that a thousand matches ramp up instead of timing out
+	// together on their creation.
+	starting := make(chan struct{}, startAtOnce)
 	var wg sync.WaitGroup
 	worker := func() {
 		defer wg.Done()
@@ -209,9 +216,18 @@ func runLoad(ctx context.Context, f *loadFlags, stdout, stderr io.Writer) error 
 			}
 			o := opts
 			o.BotSeed = f.botSeed + uint64(i)*2654435761
+			select {
+			case starting <- struct{}{}:
+			case <-runCtx.Done():
+				return
+			}
+			var once sync.Once
+			release := func() { once.Do(func() { <-starting }) }
+			o.Connected = release
 			started.Add(1)
 			running.Add(1)
 			_, err := bots.PlayMatch(runCtx, admin, o)
+			release()
 			running.Add(-1)
 			cut := steady && runCtx.Err() != nil
 			mu.Lock()

@@ -435,6 +435,12 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	}
 	draining.Store(true)
 	drain(o, srv, hs, node, log)
+	// The fenced-write count says whether this member lived on as a stale
+	// owner (frozen, partitioned) and was stopped by the store's fence. It
+	// is logged once the grains have stopped, since a woken stale activation
+	// may try its write while the node drains; the chaos tests read it here
+	// because an evicted member exits right after.
+	log.Info("matchd grains stopped", "fenced_writes", grainMetrics.FencedWrites())
 	return runErr
 }
 

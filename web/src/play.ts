@@ -3,7 +3,10 @@
 // through its link (#m=<match>&s=<seat>&k=<seat key>). The page renders only
 // what the protocol sends to its seat; the seat key stays in the URL
 // fragment, which browsers never send to a server.
-import { Session, makeIntent } from "../../clients/ts/dist/matchgrain-client.js";
+// The library is served next to the page (web.Handler serves clients/ts's
+// browser build at /matchgrain-client.js), not inlined: it stays the one
+// the library's own tests checked.
+import { Session, makeIntent } from "/matchgrain-client.js";
 import type {
   CardView,
   ClockView,
