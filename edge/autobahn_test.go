@@ -255,7 +255,7 @@ func (w *rawWS) expectPong(payload []byte) {
 // expectClose reads to the close frame and checks its code is one of
 // codes; it then expects the TCP connection to end. A ServerError before the
 // close must be fatal. When 1002 is expected, the connection may also end
-// without a close frame: RFC 6455 §7.1.7 "fail the WebSocket connection"
+// without a close frame: RFC 6455 section 7.1.7 "fail the WebSocket connection"
 // only requires closing it, and when the edge closes a socket with the
 // offending frame's payload still unread the kernel resets it, which can
 // destroy the close frame gorilla wrote just before (Autobahn accepts a
