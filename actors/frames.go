@@ -1,8 +1,6 @@
 package actors
 
 import (
-	"errors"
-
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -71,27 +69,46 @@ func (g *grain) batchFrame(seat int, evs []protocol.EventEnvelope) OutFrame {
 	return g.frame(&protocol.ServerEvents{FromSeq: from, ToSeq: to, Events: g.project(seat, evs)}, to)
 }
 
-// eventsFrame is every event from fromSeq (inclusive) to now for seat; the
-// caller has checked that the journal covers fromSeq. fromSeq > last seq
-// gives an empty frame meaning "up to date" (docs/protocol.md §4.4).
-func (g *grain) eventsFrame(seat int, fromSeq int64) OutFrame {
+// eventsFrames is every event from fromSeq (inclusive) to now for seat, in
+// as many ServerEvents frames as the frame size limit needs, their ranges
+// contiguous; the caller has checked that the journal covers fromSeq.
+// fromSeq > last seq gives one empty frame meaning "up to date"
+// (docs/protocol.md §4.4). Events always follow a resumable hello, however
+// long the gap (docs/protocol.md §13): a hello's resumed is true exactly
+// when they do.
+func (g *grain) eventsFrames(seat int, fromSeq int64) []OutFrame {
 	last := g.engine.LastSeq()
 	if fromSeq > last {
-		return g.frame(&protocol.ServerEvents{FromSeq: fromSeq, ToSeq: last}, last)
+		return []OutFrame{g.frame(&protocol.ServerEvents{FromSeq: fromSeq, ToSeq: last}, last)}
 	}
-	idx := int(fromSeq - g.journalFrom)
-	f := &protocol.ServerEvents{FromSeq: fromSeq, ToSeq: last, Events: g.project(seat, g.events[idx:])}
-	b, err := protocol.EncodeServerFrame(f)
-	if errors.Is(err, protocol.ErrFrameTooLarge) {
-		// A very long gap does not fit one frame; a snapshot always does
-		// and is an allowed answer to a resume or resync (docs/protocol.md §4).
-		return g.snapshotFrame(seat)
+	evs := g.project(seat, g.events[int(fromSeq-g.journalFrom):])
+	var out []OutFrame
+	from, size, start := fromSeq, 0, 0
+	var buf []byte
+	for i, e := range evs {
+		var err error
+		buf, err = protocol.AppendEvent(buf[:0], e.Event)
+		if err != nil {
+			return append(out, g.frame(&protocol.ServerEvents{FromSeq: from, ToSeq: last, Events: evs[start:]}, last)) // logs, degrades
+		}
+		n := len(buf) + envelopeOverhead
+		if size+n > maxEventsBytes && i > start {
+			to := evs[i-1].Seq
+			out = append(out, g.frame(&protocol.ServerEvents{FromSeq: from, ToSeq: to, Events: evs[start:i]}, to))
+			from, size, start = to+1, 0, i
+		}
+		size += n
 	}
-	if err != nil {
-		return g.frame(f, last) // logs and degrades to an Internal error frame
-	}
-	return OutFrame{Data: b, ToSeq: last}
+	return append(out, g.frame(&protocol.ServerEvents{FromSeq: from, ToSeq: last, Events: evs[start:]}, last))
 }
+
+// envelopeOverhead bounds what an EventEnvelope adds to its event: the
+// array header and an int64 seq. maxEventsBytes leaves room for the frame's
+// own header and range within MaxFrameBytes.
+const (
+	envelopeOverhead = 1 + 9 + 5
+	maxEventsBytes   = protocol.MaxFrameBytes - 64
+)
 
 func (g *grain) clockFrame() OutFrame {
 	return g.frame(&protocol.ServerClock{Clock: g.clock.view(g.now(), g.deps.Timing), EventSeq: g.engine.LastSeq()}, 0)

@@ -238,6 +238,11 @@ func (g *grain) recover(rec persistence.Recovery) error {
 			g.journal[journalKey{j.Seat, j.IntentID}] = j
 		}
 		g.journalFrom = eng.LastSeq() + 1
+		if !eng.IsFinished() {
+			// A finished match answers every hello with a snapshot
+			// (docs/protocol.md §9.8); its log may be pruned anyway.
+			g.rebuildJournal(rec.Snapshot.Seq, eng.LastSeq())
+		}
 	} else {
 		eng, evs, err := g.deps.Rules.New(g.meta.Seed, g.meta.Decks)
 		if err != nil {
@@ -510,4 +515,56 @@ func (g *grain) attached(seat int, sessionID string) *attachment {
 	}
 	a.lastSeen = g.now()
 	return a
+}
+
+// rebuildJournal rebuilds the event journal up to the snapshot point from
+// the durable log (the store keeps the entries a snapshot covers), so a
+// client behind the snapshot resumes from events after a failover, not from
+// a snapshot (docs/protocol.md §13). It replays log entries 1..snapLogSeq on
+// a scratch activation; the events must end at snapEventSeq. A store that
+// cannot read its log back, or a replay that disagrees, leaves the journal
+// starting at the snapshot: resumes from before it then get a snapshot.
+func (g *grain) rebuildJournal(snapLogSeq, snapEventSeq int64) {
+	r, ok := g.deps.Store.(persistence.LogReader)
+	if !ok {
+		return
+	}
+	sctx, cancel := g.storeCtx()
+	defer cancel()
+	head, err := r.ReadLog(sctx, g.id, 1, snapLogSeq)
+	if err != nil {
+		g.log.Warn("event journal not rebuilt: read log", "log_seq", snapLogSeq, "err", err)
+		return
+	}
+	eng, evs, err := g.deps.Rules.New(g.meta.Seed, g.meta.Decks)
+	if err != nil {
+		g.log.Warn("event journal not rebuilt: set up match", "err", err)
+		return
+	}
+	scratch := &grain{deps: g.deps, id: g.id, log: g.log, meta: g.meta, engine: eng,
+		journal: map[journalKey]journalEntry{},
+		clock:   newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.deps.Timing)}
+	for i, le := range head {
+		if le.Seq != int64(i)+1 {
+			g.log.Warn("event journal not rebuilt: log gap", "seq", le.Seq, "want", i+1)
+			return
+		}
+		var e logEntry
+		if err := decodeInternal(le.Payload, &e); err != nil {
+			g.log.Warn("event journal not rebuilt: decode", "seq", le.Seq, "err", err)
+			return
+		}
+		more, err := scratch.apply(e)
+		if err != nil {
+			g.log.Warn("event journal not rebuilt: replay", "seq", le.Seq, "err", err)
+			return
+		}
+		evs = append(evs, more...)
+	}
+	if int64(len(head)) != snapLogSeq || eng.LastSeq() != snapEventSeq || (len(evs) > 0 && evs[len(evs)-1].Seq != snapEventSeq) {
+		g.log.Warn("event journal not rebuilt: replay disagrees with the snapshot",
+			"entries", len(head), "log_seq", snapLogSeq, "event_seq", eng.LastSeq(), "want_event_seq", snapEventSeq)
+		return
+	}
+	g.events, g.journalFrom = evs, 1
 }

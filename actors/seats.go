@@ -59,21 +59,19 @@ func (g *grain) onAttach(ctx actor.Context, m *AttachSeat) {
 	var frames []OutFrame
 	resumable := !g.engine.IsFinished() && m.ResumeFromSeq > 0 &&
 		m.ResumeFromSeq+1 >= g.journalFrom && m.ResumeFromSeq <= g.engine.LastSeq()
-	var state OutFrame
+	var state []OutFrame
 	if resumable {
-		// eventsFrame answers with a snapshot when the gap does not fit one
-		// frame; the hello must say which one follows.
-		state = g.eventsFrame(m.Seat, m.ResumeFromSeq+1)
+		state = g.eventsFrames(m.Seat, m.ResumeFromSeq+1)
 	} else {
-		state = g.snapshotFrame(m.Seat)
+		state = []OutFrame{g.snapshotFrame(m.Seat)}
 	}
 	if !m.Reattach {
 		frames = append(frames, g.frame(&protocol.ServerHello{
-			ProtocolVersion: protocol.Version, MatchID: g.id, PlayerIndex: m.Seat, Resumed: !isSnapshot(state),
+			ProtocolVersion: protocol.Version, MatchID: g.id, PlayerIndex: m.Seat, Resumed: resumable,
 			EventSeq: g.engine.LastSeq(), ServerTimeMs: g.now(),
 		}, 0))
 	}
-	frames = append(frames, state)
+	frames = append(frames, state...)
 	frames = append(frames, g.clockFrame())
 	ctx.Send(pid, envelope.Wrap(&SeatFrames{Epoch: g.epoch, Initial: true, Frames: frames}))
 	g.respond(ctx, &Reply{Code: ReplyOK})
@@ -206,13 +204,13 @@ func (g *grain) onResync(ctx actor.Context, m *ResyncSeat) {
 		return
 	}
 	g.respond(ctx, &Reply{Code: ReplyOK})
-	var f OutFrame
+	var fs []OutFrame
 	if m.Full || m.FromSeq < g.journalFrom || m.FromSeq < 1 {
-		f = g.snapshotFrame(m.Seat)
+		fs = []OutFrame{g.snapshotFrame(m.Seat)}
 	} else {
-		f = g.eventsFrame(m.Seat, m.FromSeq)
+		fs = g.eventsFrames(m.Seat, m.FromSeq)
 	}
-	ctx.Send(a.pid, envelope.Wrap(&SeatFrames{Epoch: g.epoch, Requested: true, Frames: []OutFrame{f}}))
+	ctx.Send(a.pid, envelope.Wrap(&SeatFrames{Epoch: g.epoch, Requested: true, Frames: fs}))
 }
 
 func (g *grain) onDetach(ctx actor.Context, m *DetachSeat) {

@@ -2,16 +2,20 @@ package client
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
-// Board is the part of a match a client can follow from public events alone
-// without the rules engine: who stands on which circle, damage counts, turn
-// and result. A Session keeps one from the last snapshot plus the events
-// after it, and compares it with every later snapshot at the same eventSeq;
-// a difference means a lost, duplicated or misordered event (or a server
-// bug), which is what the acceptance tests look for.
+// Board is what a client keeps of a match from events. Its summary fields
+// (who stands on which circle, damage counts, turn and result) follow the
+// public events of any engine; View is the seat's whole MatchView kept from
+// the events of the bundled game (docs/protocol.md §13), legal intents
+// included, so a client acts without asking for a snapshot. A Session keeps
+// one from the last snapshot (or from seq 0) plus the events after it, and
+// compares it with every later snapshot at the same eventSeq; a difference
+// means a lost, duplicated or misordered event (or a server bug), which is
+// what the acceptance tests look for.
 type Board struct {
 	// EventSeq is the last event applied.
 	EventSeq   int64
@@ -20,6 +24,8 @@ type Board struct {
 	// Winner is protocol.NoWinner while the match runs and on a draw.
 	Winner  int
 	Players [2]BoardPlayer
+
+	view viewState
 }
 
 // BoardPlayer is one player's circles and damage.
@@ -33,9 +39,15 @@ type BoardPlayer struct {
 	Damage int
 }
 
+// NewBoard is seat's Board before the first event (a match followed from
+// seq 1 without any snapshot).
+func NewBoard(seat int) Board {
+	return Board{Winner: protocol.NoWinner, view: newViewState(seat)}
+}
+
 // BoardFromView extracts the Board of a snapshot.
 func BoardFromView(v *protocol.MatchView) Board {
-	b := Board{EventSeq: v.EventSeq, TurnNumber: v.TurnNumber, Finished: v.IsFinished, Winner: v.Winner}
+	b := Board{EventSeq: v.EventSeq, TurnNumber: v.TurnNumber, Finished: v.IsFinished, Winner: v.Winner, view: viewStateFrom(v)}
 	for i := range v.Players {
 		p := &v.Players[i]
 		bp := &b.Players[i]
@@ -62,6 +74,7 @@ func (b *Board) Apply(e protocol.EventEnvelope) {
 	if e.Seq > b.EventSeq {
 		b.EventSeq = e.Seq
 	}
+	b.view.apply(e)
 	switch ev := e.Event.(type) {
 	case *protocol.TurnStartedEvent:
 		b.TurnNumber = ev.TurnNumber
@@ -140,4 +153,45 @@ func (b Board) Diff(o Board) []string {
 		}
 	}
 	return d
+}
+
+// SetSeq records that every event up to seq was applied (a batch's toSeq
+// covers events this seat may not see).
+func (b *Board) SetSeq(seq int64) {
+	if seq > b.EventSeq {
+		b.EventSeq = seq
+	}
+	if seq > b.view.v.EventSeq {
+		b.view.v.EventSeq = seq
+	}
+}
+
+// SetClock records the latest ServerClock (the clock is not an event).
+func (b *Board) SetClock(c protocol.ClockView) { b.view.v.Clock = c }
+
+// SetMatch records what the ServerHello says and no event does: the match
+// id and the seat.
+func (b *Board) SetMatch(matchID string, seat int) {
+	b.view.v.MatchID, b.view.v.You = matchID, seat
+}
+
+// View is the seat's whole view as kept from events: after every complete
+// batch it equals a fresh snapshot at the same eventSeq (but the clock and
+// the players' names, which no event carries).
+func (b *Board) View() protocol.MatchView { return cloneView(&b.view.v) }
+
+// LegalIntents is what this seat may send now, from the last Decision.
+func (b *Board) LegalIntents() []protocol.Intent { return b.view.v.LegalIntents }
+
+// ViewDiff lists where View differs from a snapshot v of the same seq
+// (clock and names aside), empty when they agree.
+func (b *Board) ViewDiff(v *protocol.MatchView) []string { return viewDiff(&b.view.v, v) }
+
+// clone is a deep copy (the Session hands copies out while it keeps applying).
+func (b Board) clone() Board {
+	b.view.v = cloneView(&b.view.v)
+	for p := range b.view.damage {
+		b.view.damage[p] = slices.Clone(b.view.damage[p])
+	}
+	return b
 }

@@ -9,23 +9,25 @@
 // the hello with a fresh ticket per attempt, reconnection with backoff (0, 2,
 // 10, 30 s by default) and resume from the last eventSeq, gap detection with
 // ClientResync, re-sending unanswered intents under their original intentId,
-// pings, a clock-offset estimate, and a local Board checked against each
-// snapshot. Admin calls the HTTP API (create a match, issue tickets, list
-// decks).
+// pings, a clock-offset estimate, and a local Board: the seat's whole
+// MatchView kept from events (docs/protocol.md §13), legal intents included,
+// checked against each snapshot. Admin calls the HTTP API (create a match,
+// issue tickets, list decks).
 //
-// A minimal player:
+// A minimal player, from events alone (no snapshot after the first):
 //
 //	admin := client.NewAdmin("http://127.0.0.1:8080", token, nil)
 //	s, err := client.Start(ctx, client.Config{
 //		Addr:   "ws://127.0.0.1:8080/game",
 //		Ticket: admin.TicketFunc(matchID, 0),
 //	})
-//	for f := range s.Frames() {
-//		if snap, ok := f.(*protocol.ServerSnapshot); ok && len(snap.View.LegalIntents) > 1 {
-//			s.SendIntent(snap.View.LegalIntents[0])
+//	for range s.Frames() {
+//		if legal, _ := s.LegalIntents(); len(legal) > 1 && s.PendingIntents() == 0 {
+//			s.SendIntent(legal[0])
 //		}
 //	}
 //
-// The package imports nothing of the server: only protocol/ and
-// gorilla/websocket.
+// The package imports nothing of the server but the card catalog of game/
+// (printed power and critical, to render a card named by an event): only
+// protocol/, game/ and gorilla/websocket.
 package client

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -97,6 +98,12 @@ type Session struct {
 	boardValid  bool
 	checks      int
 	mismatches  []string
+	// viewChecks and viewMismatches are the same for the whole view.
+	viewChecks     int
+	viewMismatches []string
+	// sawDecision: a Decision event arrived, so the server is
+	// event-complete (docs/protocol.md §13).
+	sawDecision bool
 	leaving     bool
 	reconnects  int
 	offset      time.Duration
@@ -193,11 +200,43 @@ func (s *Session) Snapshot() *protocol.MatchView {
 	return s.snapshot
 }
 
-// Board returns the local view kept from snapshots and events.
+// Board returns a copy of the local view kept from snapshots and events.
 func (s *Session) Board() Board {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.board
+	return s.board.clone()
+}
+
+// LegalIntents is what this seat may send now according to the local Board
+// (the last Decision event, or the last snapshot), and the eventSeq the
+// Board stands at. A client plays from it without asking for snapshots
+// (docs/protocol.md §13). Empty before the first snapshot.
+func (s *Session) LegalIntents() ([]protocol.Intent, int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.boardValid {
+		return nil, 0
+	}
+	return slices.Clone(s.board.LegalIntents()), s.board.EventSeq
+}
+
+// EventComplete reports whether the server has sent a Decision event, so
+// batches carry the legal intents (docs/protocol.md §13). A server that
+// does not (an older one) must be asked for a snapshot after every change.
+func (s *Session) EventComplete() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sawDecision
+}
+
+// ViewConsistency reports how many snapshots were compared with the whole
+// view the Board keeps (MatchView, clock and names aside) and every
+// difference found (at most 32). Only the bundled game's events keep a
+// whole view; Consistency is the engine-independent check.
+func (s *Session) ViewConsistency() (checked int, mismatches []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.viewChecks, append([]string(nil), s.viewMismatches...)
 }
 
 // Consistency reports how many snapshots were compared with the local Board
@@ -608,6 +647,11 @@ func (s *Session) handle(conn *Conn, f protocol.ServerFrame) bool {
 			return true
 		}
 		return s.deliver(out)
+	case *protocol.ServerClock:
+		s.mu.Lock()
+		s.board.SetClock(f.Clock)
+		s.mu.Unlock()
+		return s.deliver(f)
 	case *protocol.ServerIntentResult:
 		s.mu.Lock()
 		for i, p := range s.pending {
@@ -623,6 +667,17 @@ func (s *Session) handle(conn *Conn, f protocol.ServerFrame) bool {
 	}
 }
 
+// wholeViewDiff compares the Board's whole view with a snapshot at the same
+// seq when the server is event-complete (counted in viewChecks); nil
+// otherwise. The caller holds mu.
+func (s *Session) wholeViewDiff(v *protocol.MatchView) []string {
+	if !s.sawDecision {
+		return nil
+	}
+	s.viewChecks++
+	return s.board.ViewDiff(v)
+}
+
 func (s *Session) takeSnapshot(v *protocol.MatchView) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -632,6 +687,12 @@ func (s *Session) takeSnapshot(v *protocol.MatchView) {
 		for _, d := range s.board.Diff(fresh) {
 			if len(s.mismatches) < maxMismatches {
 				s.mismatches = append(s.mismatches, fmt.Sprintf("seq %d: %s", v.EventSeq, d))
+			}
+		}
+		// Only an event-complete server's events keep a whole view.
+		for _, d := range s.wholeViewDiff(v) {
+			if len(s.viewMismatches) < maxMismatches {
+				s.viewMismatches = append(s.viewMismatches, fmt.Sprintf("seq %d: %s", v.EventSeq, d))
 			}
 		}
 	}
@@ -669,13 +730,16 @@ func (s *Session) takeEvents(f *protocol.ServerEvents) (*protocol.ServerEvents, 
 			continue
 		}
 		out.Events = append(out.Events, e)
+		if e.Event.EventKind() == protocol.EventDecision {
+			s.sawDecision = true
+		}
 		if s.boardValid {
 			s.board.Apply(e)
 		}
 	}
 	s.lastSeq = f.ToSeq
 	if s.boardValid {
-		s.board.EventSeq = f.ToSeq
+		s.board.SetSeq(f.ToSeq)
 	}
 	s.resyncAsked = false
 	return out, nil

@@ -217,11 +217,48 @@ func (tb *table) do(p int, in protocol.Intent) []protocol.Event {
 		tb.t.Fatalf("%s by p%d: %v (legal: %s)", formatIntent(in), p, err, formatIntents(tb.e.LegalCommands(p)))
 	}
 	tb.valid()
-	evs := make([]protocol.Event, len(envs))
-	for i, env := range envs {
-		evs[i] = env.Event
+	if err := batchShape(envs); err != nil {
+		tb.t.Fatalf("%s by p%d: %v", formatIntent(in), p, err)
 	}
-	return evs
+	return withoutDecisions(envEvents(envs))
+}
+
+// batchShape checks the event-complete invariant of one accepted command's
+// batch: it is not empty and ends with a Decision, or with a Decision of
+// nobody and GameFinished.
+func batchShape(envs []protocol.EventEnvelope) error {
+	n := len(envs)
+	if n == 0 {
+		return errors.New("an accepted command appended no event")
+	}
+	if gf, ok := envs[n-1].Event.(*protocol.GameFinishedEvent); ok {
+		if n < 2 {
+			return fmt.Errorf("GameFinished (%d) without a Decision before it", gf.Winner)
+		}
+		if d, ok := envs[n-2].Event.(*protocol.DecisionEvent); !ok || d.Player != -1 {
+			return fmt.Errorf("GameFinished after %s, want a Decision of nobody", formatEvent(envs[n-2].Event))
+		}
+		n--
+	} else if d, ok := envs[n-1].Event.(*protocol.DecisionEvent); !ok || d.Player < 0 {
+		return fmt.Errorf("the batch ends with %s, want a Decision", formatEvent(envs[n-1].Event))
+	}
+	for _, env := range envs[:n-1] {
+		if env.Event.EventKind() == protocol.EventDecision {
+			return fmt.Errorf("a Decision at seq %d inside the batch", env.Seq)
+		}
+	}
+	return nil
+}
+
+// withoutDecisions drops the Decision events, for assertions about the rules.
+func withoutDecisions(evs []protocol.Event) []protocol.Event {
+	out := evs[:0:0]
+	for _, ev := range evs {
+		if ev.EventKind() != protocol.EventDecision {
+			out = append(out, ev)
+		}
+	}
+	return out
 }
 
 // reject executes an intent that must be refused with want and change nothing.

@@ -244,6 +244,9 @@ func TestSetupVector(t *testing.T) {
 	for _, p := range []int{first, 1 - first} {
 		want += fmt.Sprintf("%d CardsDrawn p%d n=5 %s\n", 2+btoi(p != first), p, cardsText(refsOf(e, deck[p][:5])))
 	}
+	// The batch ends with the Decision: the first player mulligans; both
+	// starters are face down (listed as units), 31 mulligans + FinishMulligan + Concede.
+	want += fmt.Sprintf("4 Decision p%d pending=no units=2 legal=33\n", first)
 	if s != want {
 		t.Errorf("setup:\n%s\nwant:\n%s", s, want)
 	}

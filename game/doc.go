@@ -27,6 +27,17 @@
 // ride, main, attack, guard) and the pending ones (Trigger, Order, Ability,
 // Choice), which are raised only when they have at least two options.
 //
+// Event-complete invariant (docs/protocol.md §13):
+// every accepted command appends at least one event, and a seat's view is a
+// pure function of (match, eventSeq, seat). Every batch (New, Execute,
+// Finish) ends with a protocol.DecisionEvent, built from the final state of
+// the batch: the decider, its open decision and legal commands, the trigger
+// and battle views and every unit whose power, critical, rested or face
+// state is not its printed one. A finished match's last batch ends with a
+// Decision of nobody (-1) followed by GameFinished. ProjectEvent gives the
+// other seat a copy without the decider's parts and without face-down units
+// it may not see, so a client keeps its whole view from events alone.
+//
 // The starter catalog (two 50-card decks) is a typed Go table validated at
 // init; Decks, DeckList, Printings and LookupPrinting expose it.
 package game

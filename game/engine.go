@@ -61,6 +61,7 @@ func New(seed uint64, decks [2][]string) (*Engine, []protocol.EventEnvelope, err
 	e.draw(1-int(e.first), handSize)
 	e.stage = stMulliganWait
 	e.run()
+	e.emitDecision()
 	return e, e.takeEvents(), nil
 }
 
@@ -108,12 +109,16 @@ func (e *Engine) Execute(player int, in protocol.Intent) ([]protocol.EventEnvelo
 	e.out = make([]protocol.EventEnvelope, 0, eventsCap)
 	e.apply(player, in)
 	e.run()
+	if !e.finished {
+		e.emitDecision() // a finished match got its Decision in finish
+	}
 	return e.takeEvents(), nil
 }
 
 // Finish ends the match on a server decision (concession, timeout, absence):
 // loser loses; loser -1 (or any value other than 0 and 1) is a draw. It
-// returns the GameFinished event, or nil if the match had already ended.
+// returns the Decision of nobody and the GameFinished event, or nil if the
+// match had already ended.
 func (e *Engine) Finish(loser int, reason protocol.FinishReason) []protocol.EventEnvelope {
 	if e.finished {
 		return nil
@@ -123,7 +128,7 @@ func (e *Engine) Finish(loser int, reason protocol.FinishReason) []protocol.Even
 	case 0, 1:
 		winner = 1 - loser
 	}
-	e.out = make([]protocol.EventEnvelope, 0, 1)
+	e.out = make([]protocol.EventEnvelope, 0, 2)
 	e.finish(winner, reason)
 	return e.takeEvents()
 }
@@ -268,6 +273,7 @@ func (e *Engine) finish(winner int, reason protocol.FinishReason) {
 	e.stage = stFinished
 	e.pend = pending{}
 	e.queue[0], e.queue[1] = e.queue[0][:0], e.queue[1][:0]
+	e.emitDecision()
 	e.emit(&protocol.GameFinishedEvent{Winner: winner, Reason: reason})
 }
 

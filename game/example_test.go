@@ -29,7 +29,7 @@ func Example() {
 	_, err = e.Execute(1-e.Decider(), protocol.SkipRide{})
 	fmt.Println(err)
 	// Output:
-	// setup events: 3 decider: 0
+	// setup events: 4 decider: 0
 	// turn 1 phase Ride hand 6
 	// opponent may: 1 intent (Concede)
 	// game: rejected (NotYourTurn): player 0 decides

@@ -70,8 +70,9 @@ type harness struct {
 	atk       attackFacts
 	attacks   []*protocol.AttackEvent // this command's attacks
 	boosts    []*protocol.BoostEvent
-	snap      *Engine           // the state before the command, for rejections
-	legal     []protocol.Intent // the decider's commands after the last command, for checkView
+	snap      *Engine                 // the state before the command, for rejections
+	legal     []protocol.Intent       // the decider's commands after the last command, for checkView
+	decision  *protocol.DecisionEvent // the last batch's Decision, for checkView
 }
 
 type attackFacts struct {
@@ -132,10 +133,13 @@ func (h *harness) step() error {
 		loser := h.r.IntN(3) - 1
 		reason := []protocol.FinishReason{protocol.FinishConceded, protocol.FinishTimeout, protocol.FinishAbsence}[h.r.IntN(3)]
 		evs := e.Finish(loser, reason)
-		if len(evs) != 1 {
+		if len(evs) != 2 {
 			return fmt.Errorf("Finish gave %d events", len(evs))
 		}
-		gf, ok := evs[0].Event.(*protocol.GameFinishedEvent)
+		if err := batchShape(evs); err != nil {
+			return fmt.Errorf("Finish: %w", err)
+		}
+		gf, ok := evs[1].Event.(*protocol.GameFinishedEvent)
 		want := protocol.NoWinner
 		if loser >= 0 {
 			want = 1 - loser
@@ -167,9 +171,16 @@ func (h *harness) step() error {
 			return err
 		}
 	}
+	seq := e.LastSeq()
 	evs, err := e.Execute(d, in)
 	if err != nil {
 		return fmt.Errorf("legal command %s refused: %w", formatIntent(in), err)
+	}
+	if e.LastSeq() <= seq {
+		return fmt.Errorf("%s accepted but eventSeq stayed %d", formatIntent(in), seq)
+	}
+	if err := batchShape(evs); err != nil {
+		return fmt.Errorf("after %s: %w", formatIntent(in), err)
 	}
 	if err := h.observe(evs); err != nil {
 		return fmt.Errorf("after %s: %w", formatIntent(in), err)
@@ -324,6 +335,9 @@ func (h *harness) checkOnCopy(d int, choices []protocol.Intent) error {
 	if got := c.appendState(nil); !bytes.Equal(got, before) {
 		return fmt.Errorf("Marshal(Unmarshal(state)) differs")
 	}
+	if err := sameViews(h.e, c); err != nil {
+		return fmt.Errorf("restored copy: %w", err)
+	}
 	in := choices[h.r.IntN(len(choices))]
 	evs, err := c.Execute(d, in)
 	if err != nil {
@@ -372,6 +386,9 @@ func (h *harness) observeOne(env protocol.EventEnvelope) error {
 	if err := h.m.apply(ev); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
+	if d, ok := ev.(*protocol.DecisionEvent); ok {
+		h.decision = d
+	}
 	owner := eventOwner(ev)
 	for viewer := range 2 {
 		proj, ok := ProjectEvent(viewer, ev)
@@ -384,6 +401,8 @@ func (h *harness) observeOne(env protocol.EventEnvelope) error {
 			continue
 		case !ok:
 			return fmt.Errorf("event hidden from player %d", viewer)
+		case ev.EventKind() == protocol.EventDecision:
+			continue // checkDecision checked both copies against the views
 		case vis == protocol.Redacted && owner != viewer:
 			if len(eventRefs(proj)) != 0 || redactedCount(proj) != redactedCount(ev) {
 				return fmt.Errorf("redacted event for %d keeps cards or loses its count", viewer)
@@ -415,6 +434,8 @@ func eventOwner(ev protocol.Event) int {
 	case *protocol.CardSearchedViewEvent:
 		return v.Player
 	case *protocol.SearchFailedViewEvent:
+		return v.Player
+	case *protocol.DecisionEvent:
 		return v.Player
 	}
 	return -1
@@ -741,7 +762,7 @@ func (h *harness) checkView(viewer int) error {
 	if (v.Battle != nil) != (!e.IsFinished() && e.battle.open) {
 		return errors.New("battle view present iff a battle is open")
 	}
-	return nil
+	return h.checkDecision(viewer, &v)
 }
 
 // scanPlayerView calls f for every card view in pv with the zone it claims.
@@ -985,4 +1006,94 @@ func TestSameStateCoversEngine(t *testing.T) {
 			t.Errorf("%s fields are %v; update sameState, cloneEngine, appendState and this list (%v)", typ.Name(), got, want[typ.Name()])
 		}
 	}
+}
+
+// sameViews checks that two states at the same eventSeq (the live engine
+// and a restored copy of it) project to byte-identical views for both seats:
+// with "every accepted command advances the seq" (batchShape), a view is a
+// function of (match, eventSeq, seat).
+func sameViews(a, b *Engine) error {
+	if a.LastSeq() != b.LastSeq() {
+		return fmt.Errorf("eventSeq %d and %d", a.LastSeq(), b.LastSeq())
+	}
+	for viewer := range 2 {
+		x, err := protocol.EncodeServerFrame(&protocol.ServerSnapshot{View: a.View(viewer)})
+		if err != nil {
+			return fmt.Errorf("encode view of %d: %w", viewer, err)
+		}
+		y, err := protocol.EncodeServerFrame(&protocol.ServerSnapshot{View: b.View(viewer)})
+		if err != nil {
+			return fmt.Errorf("encode view of %d: %w", viewer, err)
+		}
+		if !bytes.Equal(x, y) {
+			return fmt.Errorf("views of player %d differ at eventSeq %d", viewer, a.LastSeq())
+		}
+	}
+	return nil
+}
+
+// checkDecision checks a Decision (the batch's last event but a
+// GameFinished, so the engine state is the one it describes) against both
+// seats' views: each seat's copy carries exactly the view's derived parts.
+func (h *harness) checkDecision(viewer int, v *protocol.MatchView) error {
+	e, d := h.e, h.decision
+	if d == nil {
+		return errors.New("no Decision in the batch")
+	}
+	if d.Player != e.Decider() {
+		return fmt.Errorf("decision of %d, decider %d", d.Player, e.Decider())
+	}
+	{
+		pe, ok := ProjectEvent(viewer, d)
+		if !ok {
+			return fmt.Errorf("decision hidden from %d", viewer)
+		}
+		p := pe.(*protocol.DecisionEvent)
+		want := v.LegalIntents
+		if viewer != d.Player {
+			want = nil
+		}
+		switch {
+		case !reflect.DeepEqual(p.Battle, v.Battle):
+			return fmt.Errorf("decision for %d: battle %+v, view %+v", viewer, p.Battle, v.Battle)
+		case !reflect.DeepEqual(p.Trigger, v.Trigger):
+			return fmt.Errorf("decision for %d: trigger differs from the view", viewer)
+		case !reflect.DeepEqual(p.Choice, v.Choice), !reflect.DeepEqual(p.Ability, v.Ability), !reflect.DeepEqual(p.Order, v.Order):
+			return fmt.Errorf("decision for %d: choice/ability/order differ from the view", viewer)
+		case (p.Pending && d.Player == 1-viewer) != v.OpponentChoosing:
+			return fmt.Errorf("decision for %d: pending=%v, view opponentChoosing=%v", viewer, p.Pending, v.OpponentChoosing)
+		case !slices.EqualFunc(p.LegalIntents, want, protocol.IntentsEqual):
+			return fmt.Errorf("decision for %d: %d legal intents, view %d", viewer, len(p.LegalIntents), len(v.LegalIntents))
+		}
+		listed := map[[2]int]protocol.UnitState{}
+		for _, u := range p.Units {
+			if !u.FaceUp && u.Player != viewer {
+				return fmt.Errorf("decision for %d shows the other seat's face-down unit", viewer)
+			}
+			listed[[2]int{u.Player, u.Slot}] = u
+		}
+		for pl := range 2 {
+			pv := &v.Players[pl]
+			units := append([]*protocol.CardView{pv.Vanguard}, pv.RearGuards[:]...)
+			for i, c := range units {
+				slot := i - 1
+				if c == nil || (c.InstanceID == 0 && pl != viewer) {
+					if _, ok := listed[[2]int{pl, slot}]; ok {
+						return fmt.Errorf("decision for %d lists an empty or hidden circle %d/%d", viewer, pl, slot)
+					}
+					continue
+				}
+				u, ok := listed[[2]int{pl, slot}]
+				if !ok {
+					u = protocol.UnitState{Player: pl, Slot: slot, Card: protocol.CardRef{InstanceID: c.InstanceID, PrintingID: c.PrintingID},
+						FaceUp: true, Power: c.BasePower, Critical: c.BaseCritical}
+				}
+				if u.Card.InstanceID != c.InstanceID || u.Card.PrintingID != c.PrintingID || u.Rested != c.Rested ||
+					u.FaceUp != c.FaceUp || u.Power != c.Power || u.Critical != c.Critical {
+					return fmt.Errorf("decision for %d: unit %d/%d %+v, view %+v", viewer, pl, slot, u, *c)
+				}
+			}
+		}
+	}
+	return nil
 }

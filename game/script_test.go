@@ -30,7 +30,8 @@ var update = flag.Bool("update", false, "rewrite the golden outputs in testdata/
 //	legal pN                   player N's legal commands
 //
 // Events are printed with their seq; "[p0 only]" marks owner-only events and
-// "[p1 sees count]" events redacted for the other player.
+// "[p1 sees count]" events redacted for the other player; a Decision shows
+// the other player's copy.
 func TestScripts(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
 	if err != nil || len(files) == 0 {
@@ -243,7 +244,11 @@ func eventLines(envs []protocol.EventEnvelope) []string {
 	out := make([]string, 0, len(envs))
 	for _, env := range envs {
 		l := fmt.Sprintf("  %4d %s", env.Seq, formatEvent(env.Event))
-		if o := eventOwner(env.Event); o >= 0 {
+		if d, ok := env.Event.(*protocol.DecisionEvent); ok {
+			if pd, _ := ProjectEvent(1-d.Player, d); d.Player >= 0 {
+				l += fmt.Sprintf(" [p%d sees: %s]", 1-d.Player, formatEvent(pd))
+			}
+		} else if o := eventOwner(env.Event); o >= 0 {
 			switch protocol.EventVisibility(env.Event.EventKind()) {
 			case protocol.OwnerOnly:
 				l += fmt.Sprintf(" [p%d only]", o)

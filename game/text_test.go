@@ -338,6 +338,12 @@ func formatEvent(ev protocol.Event) string {
 		return fmt.Sprintf("SearchFailedView p%d %s", v.Player, v.Query)
 	case *protocol.GameFinishedEvent:
 		return fmt.Sprintf("GameFinished winner=%d reason=%s", v.Winner, name(reasonNames[:], v.Reason))
+	case *protocol.DecisionEvent:
+		s := fmt.Sprintf("Decision p%d pending=%s units=%d legal=%d", v.Player, yesNo(v.Pending), len(v.Units), len(v.LegalIntents))
+		if v.Battle != nil {
+			s += fmt.Sprintf(" battle=%d/%d+%d", v.Battle.AttackerPower, v.Battle.TargetPower, v.Battle.ShieldTotal)
+		}
+		return s
 	}
 	return fmt.Sprintf("%T", ev)
 }

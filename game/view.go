@@ -40,9 +40,7 @@ func (e *Engine) View(player int) protocol.MatchView {
 		}
 	case pendAbility:
 		if mine {
-			ab := e.abOf(e.pend.act.source)
-			v.Ability = &protocol.AbilityView{Player: d, Source: e.ref(e.pend.act.source), AbilityKey: e.pend.act.key,
-				Cost: protocol.AbilityCost{CounterBlast: ab.cb, SoulBlast: ab.sb, Discard: ab.discard}}
+			v.Ability = e.abilityView()
 		}
 	case pendOrder:
 		if mine {
@@ -198,8 +196,10 @@ func (e *Engine) orderView() *protocol.OrderView {
 
 // ProjectEvent is ev as viewer may see it (docs/rules.md §10): false for the other
 // player's owner-only events (the viewer sees a seq gap); for the other
-// player's redacted events a copy without cards (the count is kept); every
-// other event unchanged. A viewer other than 0 and 1 is treated as nobody's
+// player's redacted events a copy without cards (the count is kept); for a
+// Decision of another decider a copy without its choice, ability, order and
+// legal intents; face-down units only to their owner; every other event
+// unchanged. A viewer other than 0 and 1 is treated as nobody's
 // owner (a spectator).
 func ProjectEvent(viewer int, ev protocol.Event) (protocol.Event, bool) {
 	switch v := ev.(type) {
@@ -218,6 +218,10 @@ func ProjectEvent(viewer int, ev protocol.Event) (protocol.Event, bool) {
 			c := *v
 			c.Cards = []protocol.CardRef{}
 			return &c, true
+		}
+	case *protocol.DecisionEvent:
+		if v != nil {
+			return projectDecision(viewer, v), true
 		}
 	}
 	return ev, true

@@ -539,3 +539,26 @@ func (s *EmbeddedStore) PurgeTickets(ctx context.Context, before time.Time) (int
 }
 
 var _ Store = (*EmbeddedStore)(nil)
+
+// ReadLog implements LogReader.
+func (s *EmbeddedStore) ReadLog(ctx context.Context, matchID string, from, to int64) ([]LogEntry, error) {
+	if err := s.check("read log"); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("read log of %q: %w", matchID, err)
+	}
+	var out []LogEntry
+	err := s.db.View(func(tx *bolt.Tx) error {
+		log := tx.Bucket(bucketLog).Bucket([]byte(matchID))
+		if log == nil {
+			return fmt.Errorf("read log of %q: %w", matchID, ErrMatchNotFound)
+		}
+		c := log.Cursor()
+		for k, v := c.Seek(seqKey(max(from, 0))); k != nil && decodeSeq(k) <= to; k, v = c.Next() {
+			out = append(out, LogEntry{Seq: decodeSeq(k), Payload: bytes.Clone(v)})
+		}
+		return nil
+	})
+	return out, err
+}

@@ -176,6 +176,15 @@ func (f *FaultyStore) Claim(ctx context.Context, matchID, owner string) (Recover
 	return rec, nil
 }
 
+// ReadLog implements LogReader when the wrapped store does (no faults).
+func (f *FaultyStore) ReadLog(ctx context.Context, matchID string, from, to int64) ([]LogEntry, error) {
+	r, ok := f.inner.(LogReader)
+	if !ok {
+		return nil, fmt.Errorf("read log of %q: %T cannot read its log back", matchID, f.inner)
+	}
+	return r.ReadLog(ctx, matchID, from, to)
+}
+
 // Append implements Store.
 func (f *FaultyStore) Append(ctx context.Context, matchID string, epoch int64, entries []LogEntry) error {
 	reply, err := f.before(ctx, MethodAppend)

@@ -464,3 +464,31 @@ func nonNil(b []byte) []byte {
 }
 
 var _ Store = (*PostgresStore)(nil)
+
+// ReadLog implements LogReader.
+func (s *PostgresStore) ReadLog(ctx context.Context, matchID string, from, to int64) ([]LogEntry, error) {
+	if err := s.check("read log"); err != nil {
+		return nil, err
+	}
+	var exists bool
+	if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM matches WHERE match_id = $1)", matchID).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("read log of %q: %w", matchID, err)
+	}
+	if !exists {
+		return nil, fmt.Errorf("read log of %q: %w", matchID, ErrMatchNotFound)
+	}
+	rows, err := s.pool.Query(ctx, "SELECT seq, payload FROM match_log WHERE match_id = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq",
+		matchID, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("read log of %q, seq %d..%d: %w", matchID, from, to, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (LogEntry, error) {
+		var e LogEntry
+		err := row.Scan(&e.Seq, &e.Payload)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read log of %q, seq %d..%d: %w", matchID, from, to, err)
+	}
+	return out, nil
+}

@@ -94,6 +94,16 @@ type Snapshot struct {
 	Data []byte
 }
 
+// LogReader reads back durable log entries, those a snapshot covers
+// included (SaveSnapshot keeps them). Both stores here implement it; a
+// reactivated match grain uses it to rebuild its event journal, so a client
+// behind the snapshot point resumes from events (docs/protocol.md §13).
+type LogReader interface {
+	// ReadLog returns the entries with from <= seq <= to, ascending; fewer
+	// when the log is shorter. ErrMatchNotFound if the match does not exist.
+	ReadLog(ctx context.Context, matchID string, from, to int64) ([]LogEntry, error)
+}
+
 // Recovery is what a new activation needs to rebuild a match: the meta from
 // CreateMatch, the latest snapshot (nil if none) and the log entries after
 // it, ascending and gap-free.

@@ -36,6 +36,32 @@ func (r *reader) cardRefs(field string) []CardRef {
 	return out
 }
 
+func (r *reader) unitState(v *UnitState) {
+	n := r.open("UnitState")
+	if n > 0 {
+		v.Player = r.int("UnitState.player")
+	}
+	if n > 1 {
+		v.Slot = r.int("UnitState.slot")
+	}
+	if n > 2 {
+		r.cardRef(&v.Card)
+	}
+	if n > 3 {
+		v.Rested = r.bool("UnitState.rested")
+	}
+	if n > 4 {
+		v.FaceUp = r.bool("UnitState.faceUp")
+	}
+	if n > 5 {
+		v.Power = r.int("UnitState.power")
+	}
+	if n > 6 {
+		v.Critical = r.int("UnitState.critical")
+	}
+	r.close(n, 7)
+}
+
 // event decodes an event union; an unknown key becomes *UnknownEvent.
 func (r *reader) event(field string) Event {
 	key := r.unionKey(field)
@@ -481,6 +507,57 @@ func (r *reader) event(field string) Event {
 			v.Reason = FinishReason(r.int("GameFinished.reason"))
 		}
 		r.close(n, 2)
+		ev = v
+	case int64(EventDecision):
+		v := &DecisionEvent{}
+		n := r.open("Decision")
+		if n > 0 {
+			v.Player = r.int("Decision.player")
+		}
+		if n > 1 {
+			v.Pending = r.bool("Decision.pending")
+		}
+		if n > 2 && !r.isNil() {
+			v.Trigger = &TriggerView{}
+			r.triggerView(v.Trigger)
+		}
+		if n > 3 && !r.isNil() {
+			v.Battle = &BattleView{}
+			r.battleView(v.Battle)
+		}
+		if n > 4 {
+			m := r.open("Decision.units")
+			if r.err == nil && m > 0 {
+				v.Units = make([]UnitState, m)
+			}
+			for i := 0; i < m && r.err == nil; i++ {
+				r.unitState(&v.Units[i])
+			}
+			r.close(m, m)
+		}
+		if n > 5 && !r.isNil() {
+			v.Choice = &ChoiceView{}
+			r.choiceView(v.Choice)
+		}
+		if n > 6 && !r.isNil() {
+			v.Ability = &AbilityView{}
+			r.abilityView(v.Ability)
+		}
+		if n > 7 && !r.isNil() {
+			v.Order = &OrderView{}
+			r.orderView(v.Order)
+		}
+		if n > 8 {
+			m := r.open("Decision.legalIntents")
+			if r.err == nil && m > 0 {
+				v.LegalIntents = make([]Intent, m)
+			}
+			for i := 0; i < m && r.err == nil; i++ {
+				v.LegalIntents[i] = r.intent("Decision.legalIntents")
+			}
+			r.close(m, m)
+		}
+		r.close(n, 9)
 		ev = v
 	default:
 		// A newer event: keep its key, skip its body (forward compatibility).

@@ -267,7 +267,7 @@ func generateDocsTables(t *testing.T) string {
 	w("\nAn unknown intent key inside a `ClientIntent` is `NotSupported` (not fatal).\n")
 
 	w("\n### Events (`Event` = `[eventKey, body]`, inside `EventEnvelope` = `[seq, event]`)\n\n")
-	w("Visibility: **P** public; **R** public, redacted for the opponent (`count` only, `cards` empty); **O** owner only (the opponent sees a seq gap).\n\n")
+	w("Visibility: **P** public; **R** public, redacted for the opponent (`CardsDrawn`, `ReturnedToDeck`: `count` only, `cards` empty; `Decision`: see §13); **O** owner only (the opponent sees a seq gap).\n\n")
 	w("| key | event | vis | body fields |\n|---|---|---|---|\n")
 	for _, ev := range sampleEvents() {
 		w("| %d | %s | %s | %s |\n", ev.EventKind(), ev.EventKind(), EventVisibility(ev.EventKind()), docFields(reflect.TypeOf(ev)))

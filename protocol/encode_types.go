@@ -553,6 +553,46 @@ func (e *encoder) event(ev Event) {
 			e.int(int(v.Reason))
 			return
 		}
+	case *DecisionEvent:
+		if v != nil {
+			e.union(int(EventDecision), 9)
+			e.int(v.Player)
+			e.bool(v.Pending)
+			if v.Trigger == nil {
+				e.nil()
+			} else {
+				e.triggerView(v.Trigger)
+			}
+			if v.Battle == nil {
+				e.nil()
+			} else {
+				e.battleView(v.Battle)
+			}
+			e.list(len(v.Units), "Decision.units")
+			for i := range v.Units {
+				e.unitState(&v.Units[i])
+			}
+			if v.Choice == nil {
+				e.nil()
+			} else {
+				e.choiceView(v.Choice)
+			}
+			if v.Ability == nil {
+				e.nil()
+			} else {
+				e.abilityView(v.Ability)
+			}
+			if v.Order == nil {
+				e.nil()
+			} else {
+				e.orderView(v.Order)
+			}
+			e.list(len(v.LegalIntents), "Decision.legalIntents")
+			for _, it := range v.LegalIntents {
+				e.intent(it)
+			}
+			return
+		}
 	case *UnknownEvent:
 		if v != nil {
 			e.union(int(v.Key), 0)
@@ -667,6 +707,17 @@ func (e *encoder) clockView(c *ClockView) {
 	e.i64(c.Bank1Ms)
 	e.bool(c.IsRunning)
 	e.i64(c.ServerTimeMs)
+}
+
+func (e *encoder) unitState(u *UnitState) {
+	e.arr(7)
+	e.int(u.Player)
+	e.int(u.Slot)
+	e.cardRef(&u.Card)
+	e.bool(u.Rested)
+	e.bool(u.FaceUp)
+	e.int(u.Power)
+	e.int(u.Critical)
 }
 
 func (e *encoder) battleView(b *BattleView) {

@@ -34,10 +34,11 @@ const (
 	EventCardSearchedView EventKind = 25
 	EventSearchFailedView EventKind = 26
 	EventGameFinished     EventKind = 27
+	EventDecision         EventKind = 28
 )
 
 // eventKindCount is one past the highest known event key.
-const eventKindCount = 28
+const eventKindCount = 29
 
 // Visibility says who may see an event (docs/rules.md §10).
 type Visibility int
@@ -280,6 +281,49 @@ type GameFinishedEvent struct {
 	Reason FinishReason
 }
 
+// DecisionEvent ends every batch of events (docs/protocol.md §13): it says
+// who decides next and carries what the rules derived that no other event
+// states, so a client can keep its whole view from events and act without a
+// snapshot. Player is the decider, -1 when the match has
+// finished (then GameFinished follows at once).
+//
+// It is redacted: the copy for any seat but Player has Choice, Ability, Order
+// nil and LegalIntents empty, and Units without the other seat's face-down
+// cards. What stays is what that seat's snapshot already shows.
+type DecisionEvent struct {
+	Player int
+	// Pending: an Order, Ability or Choice decision is open (the opponent's
+	// MatchView.opponentChoosing).
+	Pending bool
+	// Trigger is the open trigger check, as in MatchView.trigger.
+	Trigger *TriggerView
+	// Battle is the open battle with its power totals, as in MatchView.battle.
+	Battle *BattleView
+	// Units lists every unit on a circle whose state is not its printed one:
+	// rested, power or critical other than printed, or face down (the latter
+	// to its owner only). Every unit not listed stands, face up, at printed
+	// power and critical.
+	Units []UnitState
+	// Choice, Ability and Order are the decider's open decision (owner only).
+	Choice  *ChoiceView
+	Ability *AbilityView
+	Order   *OrderView
+	// LegalIntents is the decider's list, as in MatchView.legalIntents
+	// (owner only; empty for everyone else).
+	LegalIntents []Intent
+}
+
+// UnitState is one unit's derived state in a DecisionEvent.
+type UnitState struct {
+	Player   int
+	Slot     int
+	Card     CardRef
+	Rested   bool
+	FaceUp   bool
+	Power    int
+	Critical int
+}
+
 // EventKind implements Event.
 func (*GameStartedEvent) EventKind() EventKind { return EventGameStarted }
 
@@ -364,10 +408,13 @@ func (*SearchFailedViewEvent) EventKind() EventKind { return EventSearchFailedVi
 // EventKind implements Event.
 func (*GameFinishedEvent) EventKind() EventKind { return EventGameFinished }
 
+// EventKind implements Event.
+func (*DecisionEvent) EventKind() EventKind { return EventDecision }
+
 // EventVisibility returns who may see events of kind k (docs/rules.md §10).
 func EventVisibility(k EventKind) Visibility {
 	switch k {
-	case EventCardsDrawn, EventReturnedToDeck:
+	case EventCardsDrawn, EventReturnedToDeck, EventDecision:
 		return Redacted
 	case EventCardSearchedView, EventSearchFailedView:
 		return OwnerOnly

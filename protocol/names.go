@@ -110,6 +110,7 @@ var eventKindNames = []string{
 	"StandUp", "Ride", "Soul", "Call", "Move", "Attack", "Boost", "Guard", "DriveCheck", "DamageCheck",
 	"TriggerResolved", "BattleResolved", "Damage", "Retire", "Discard", "CardToHand", "DamageFlipped",
 	"AbilityTriggered", "AbilityResolved", "CardSearchedView", "SearchFailedView", "GameFinished",
+	"Decision",
 }
 
 // String returns the event name as docs/rules.md §10 spells it ("CardsDrawn").

@@ -73,6 +73,26 @@ func sampleEvents() []Event {
 		&CardSearchedViewEvent{Player: 0, Card: card(28, "S1-011"), Query: "grade=2"},
 		&SearchFailedViewEvent{Player: 0, Query: "grade=3"},
 		&GameFinishedEvent{Winner: NoWinner, Reason: FinishDraw},
+		sampleDecision(),
+	}
+}
+
+// sampleDecision is the decider's copy of a Decision with every field set
+// (a state that cannot happen at once in a game, but exercises every field).
+func sampleDecision() *DecisionEvent {
+	return &DecisionEvent{
+		Player:  0,
+		Pending: true,
+		Trigger: &TriggerView{Player: 0, CheckKind: CheckDrive, Card: card(44, "S1-002"), Trigger: TriggerCritical, PowerTargets: []int{-1, 1}, EffectTargets: []int{-1, 1}},
+		Battle:  &BattleView{AttackerSlot: SlotVanguard, TargetSlot: SlotVanguard, BoosterSlot: IntPtr(SlotBackCentre), AttackerPower: 21000, TargetPower: 13000, ShieldTotal: 15000, DriveDone: 1, DriveTotal: 2},
+		Units: []UnitState{
+			{Player: 0, Slot: SlotVanguard, Card: card(17, "S1-013"), Rested: true, FaceUp: true, Power: 23000, Critical: 2},
+			{Player: 1, Slot: SlotFrontRight, Card: card(70, "S2-007"), Rested: false, FaceUp: true, Power: 13000, Critical: 1},
+		},
+		Choice:       &ChoiceView{Player: 0, Source: card(17, "S1-013"), AbilityKey: AbilityCallModes, Kind: ChoiceMode, Options: []ChoiceOption{{Mode: 0}, {Mode: 1}}},
+		Ability:      &AbilityView{Player: 0, Source: card(17, "S1-013"), AbilityKey: AbilityHitRetire, Cost: AbilityCost{CounterBlast: 1}},
+		Order:        &OrderView{Player: 0, Entries: []OrderEntry{{Source: card(23, "S1-009"), AbilityKey: AbilityAttackPower}, {Source: card(31, "S1-005"), AbilityKey: AbilityBoostBonus}}},
+		LegalIntents: []Intent{Choose{Index: 0}, Choose{Index: 1}, Concede{}},
 	}
 }
 

@@ -103,6 +103,16 @@ func vectorCases(t testing.TB) []vectorCase {
 	add(vectorCase{name: "server/ServerEvents/CardsDrawn/redacted", dir: "server", kind: "canonical",
 		note:  "the opponent's copy of a draw: count only, no cards",
 		value: &ServerEvents{FromSeq: 31, ToSeq: 31, Events: []EventEnvelope{{Seq: 31, Event: &CardsDrawnEvent{Player: 1, Count: 1}}}}})
+	add(vectorCase{name: "server/ServerEvents/Decision/redacted", dir: "server", kind: "canonical",
+		note: "the other seat's copy of a Decision: choice, ability, order and legalIntents emptied, its face-down units left out",
+		value: &ServerEvents{FromSeq: 228, ToSeq: 228, Events: []EventEnvelope{{Seq: 228, Event: &DecisionEvent{Player: 0, Pending: true,
+			Units: []UnitState{{Player: 1, Slot: SlotFrontRight, Card: card(70, "S2-007"), FaceUp: true, Power: 13000, Critical: 1}}}}}}})
+	add(vectorCase{name: "server/ServerEvents/Decision/finished", dir: "server", kind: "canonical",
+		note: "the last batch of a match: a Decision of nobody (-1), then GameFinished",
+		value: &ServerEvents{FromSeq: 230, ToSeq: 231, Events: []EventEnvelope{
+			{Seq: 230, Event: &DecisionEvent{Player: -1, Units: []UnitState{}, LegalIntents: []Intent{}}},
+			{Seq: 231, Event: &GameFinishedEvent{Winner: 1, Reason: FinishDamage}},
+		}}})
 	add(vectorCase{name: "server/ServerEvents/seq-gap", dir: "server", kind: "canonical",
 		note: "seq 41 was an owner-only event of the other seat; lastSeq becomes toSeq",
 		value: &ServerEvents{FromSeq: 40, ToSeq: 42, Events: []EventEnvelope{
@@ -146,6 +156,20 @@ func vectorCases(t testing.TB) []vectorCase {
 		"", &ServerSnapshot{View: MatchView{Winner: -1, LegalIntents: []Intent{UnknownIntent{Key: 40}, Concede{}}}})
 	tol("short-views", "server", "92 01 91 9a "+mpStr("m1")+" 05 01 00 03 04 00 c2 ff 92 91 00 92 01 "+mpStr("bob"),
 		"", &ServerSnapshot{View: MatchView{MatchID: "m1", EventSeq: 5, You: 1, TurnNumber: 3, Phase: PhaseMain, Winner: -1, Players: [2]PlayerView{{}, {Index: 1, Name: "bob"}}}})
+	tol("decision-in-batch", "server", "92 02 93 05 06 92 92 05 92 05 91 01 92 06 92 1c 99 01 c2 c0 c0 90 c0 c0 c0 91 92 11 90",
+		"non-canonical (nil trigger, battle, choice, ability, order written out); a client older than event 28 skips it like tolerant/server/unknown-event", &ServerEvents{FromSeq: 5, ToSeq: 6, Events: []EventEnvelope{
+			{Seq: 5, Event: &DeckShuffledEvent{Player: 1}}, {Seq: 6, Event: &DecisionEvent{Player: 1, LegalIntents: []Intent{Concede{}}}},
+		}})
+	tol("decision-short", "server", "92 02 93 07 07 91 92 07 92 1c 92 01 c3",
+		"a Decision with only player and pending: the rest take zero values (no trigger, battle, units, legal intents)",
+		&ServerEvents{FromSeq: 7, ToSeq: 7, Events: []EventEnvelope{{Seq: 7, Event: &DecisionEvent{Player: 1, Pending: true}}}})
+	tol("decision-long", "server", "92 02 93 08 08 91 92 08 92 1c 9a 00 c2 c0 c0 90 c0 c0 c0 90 81 a1 6b c3",
+		"a Decision with a field this version does not know: skipped",
+		&ServerEvents{FromSeq: 8, ToSeq: 8, Events: []EventEnvelope{{Seq: 8, Event: &DecisionEvent{Player: 0}}}})
+	tol("unit-state-long", "server", "92 02 93 09 09 91 92 09 92 1c 95 00 c2 c0 c0 91 98 01 02 92 46 "+mpStr("S2-007")+" c2 c3 cd 32c8 01 c0",
+		"a UnitState with a trailing field this version does not know",
+		&ServerEvents{FromSeq: 9, ToSeq: 9, Events: []EventEnvelope{{Seq: 9, Event: &DecisionEvent{Player: 0,
+			Units: []UnitState{{Player: 1, Slot: 2, Card: card(70, "S2-007"), FaceUp: true, Power: 13000, Critical: 1}}}}}})
 	tol("long-card-ref", "server", "92 02 93 01 01 91 92 01 92 09 93 00 93 07 "+mpStr("S1-001")+" c3 04",
 		"", &ServerEvents{FromSeq: 1, ToSeq: 1, Events: []EventEnvelope{{Seq: 1, Event: &CallEvent{Player: 0, Card: card(7, "S1-001"), Slot: 4}}}})
 

@@ -12,17 +12,22 @@ import (
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
-// bot plays one seat: it picks among the legal intents of its snapshots.
-// The protocol only sends legalIntents in snapshots, so the bot asks for a
-// fresh snapshot whenever it may be the decider: after its own intent's
-// result, on a ServerClock naming it, after a resumed hello, and when it
-// has been idle for stallAfter.
+// bot plays one seat from events alone (docs/protocol.md §13): it picks
+// among the legal intents its session's Board keeps from the Decision event
+// that ends every batch. It asks for a snapshot only where the protocol says
+// so: an intent rejected as Stale or Illegal (its Board disagrees with the
+// server), a stall of stallAfter without any frame (a safety net that
+// normal play never needs), the final state in verify mode, and after every
+// batch in verify mode, where the session compares the Board with each
+// snapshot.
 //
-// A snapshot is acted on only while no intent of the bot is pending. Frames
-// on one connection are in order and the server answers a connection's
-// frames in order, so every snapshot that arrives after an intent's result
-// shows the state after that intent, even when the intent produced no event
-// (accepting an ability that then opens a choice, say).
+// Against a server that sends no Decision events (an older one, or a test
+// engine), the bot falls back to asking for a snapshot after every batch,
+// every result of its own and every resumed hello, and acts on those.
+//
+// The bot acts only while no intent of its own is pending and once its
+// Board has reached the eventSeq of its last accepted intent, so it never
+// decides on the state before its own intent.
 type bot struct {
 	name      string
 	s         *client.Session
@@ -31,6 +36,8 @@ type bot struct {
 	narrate   bool                             // print the match's events
 	announce  bool                             // print the bot's decisions
 	killEvery int                              // drop the connection every N intents (0: never)
+	chaos     bool                             // drop the connection at random, mostly after decision-only intents
+	verify    bool                             // a full snapshot after every batch, compared with the Board
 	think     time.Duration
 	stats     *Stats
 	pace      *pacer          // nil: closed loop (send as soon as decided)
@@ -38,14 +45,13 @@ type bot struct {
 
 	pending    string // intentId awaiting its result
 	sentAt     time.Time
-	snapSeq    int64
+	waitSeq    int64 // the Board must reach this seq (the last accepted intent's) before the bot acts
 	finalSeen  bool
 	final      *protocol.MatchView
 	intents    int
 	rejected   int
+	snapshots  int // snapshots this bot asked for
 	lastChange time.Time
-	// lastDecider is the decision player of the last ServerClock.
-	lastDecider int
 }
 
 // stallAfter: after this long without progress a bot asks for a snapshot.
@@ -113,17 +119,26 @@ func (st *Stats) Ticks() (ticks, skipped int) {
 
 // Result is how one bot's match ended.
 type Result struct {
-	// Final is the last snapshot, taken after the match ended.
+	// Final is the final state: a fresh snapshot in verify mode (or when
+	// the end was only seen in a snapshot), else the Board's view.
 	Final *protocol.MatchView
 	// Board is the bot's local view built from events.
 	Board client.Board
 	// Checked counts snapshots the local view was compared with; Mismatches
-	// lists the differences found.
-	Checked    int
-	Mismatches []string
-	Intents    int
-	Rejected   int
-	Reconnects int
+	// lists the differences found. ViewChecked and ViewMismatches are the
+	// same for the whole view the Board keeps (MatchView but the clock).
+	Checked        int
+	Mismatches     []string
+	ViewChecked    int
+	ViewMismatches []string
+	Intents        int
+	Rejected       int
+	Reconnects     int
+	// EventComplete: the server sent Decision events (docs/protocol.md §13).
+	EventComplete bool
+	// Snapshots counts the snapshots the bot asked for (verify mode: one
+	// per batch; otherwise only stalls, Stale or Illegal rejections).
+	Snapshots int
 }
 
 var errNoEnd = errors.New("match did not end")
@@ -154,9 +169,11 @@ func (b *bot) play(ctx context.Context) (Result, error) {
 			}
 			if done := b.handle(f); done {
 				checked, mism := b.s.Consistency()
+				vchecked, vmism := b.s.ViewConsistency()
 				return Result{
 					Final: b.final, Board: b.s.Board(), Checked: checked, Mismatches: mism,
-					Intents: b.intents, Rejected: b.rejected, Reconnects: b.s.Reconnects(),
+					ViewChecked: vchecked, ViewMismatches: vmism, EventComplete: b.s.EventComplete(),
+					Intents: b.intents, Rejected: b.rejected, Reconnects: b.s.Reconnects(), Snapshots: b.snapshots,
 				}, nil
 			}
 		}
@@ -164,6 +181,7 @@ func (b *bot) play(ctx context.Context) (Result, error) {
 }
 
 func (b *bot) resync() {
+	b.snapshots++
 	if err := b.s.Resync(true); err != nil && !errors.Is(err, client.ErrNotConnected) {
 		b.say("resync failed: %v", err)
 	}
@@ -188,7 +206,7 @@ func (b *bot) handle(f protocol.ServerFrame) bool {
 				b.pace.done()
 			}
 		}
-		if f.Resumed {
+		if f.Resumed && b.legacy() {
 			b.resync()
 		}
 	case *protocol.ServerSnapshot:
@@ -202,13 +220,33 @@ func (b *bot) handle(f protocol.ServerFrame) bool {
 			}
 			if _, ok := e.Event.(*protocol.GameFinishedEvent); ok {
 				b.finalSeen = true
-				b.resync() // the fresh snapshot to verify against
 			}
 		}
+		if b.finalSeen {
+			if b.verify {
+				b.resync() // the fresh snapshot to verify against
+				return false
+			}
+			board := b.s.Board()
+			v := board.View()
+			b.final = &v
+			return true
+		}
+		if b.legacy() {
+			b.resync() // the legal intents come with the snapshot
+			return false
+		}
+		if b.verify {
+			b.resync() // compared with the Board at the same seq by the session
+		}
+		b.decide()
 	case *protocol.ServerIntentResult:
 		if f.IntentID == b.pending {
 			b.stats.add(time.Since(b.sentAt), f.Accepted)
 			b.pending = ""
+			if f.Accepted {
+				b.waitSeq = max(b.waitSeq, f.EventSeq)
+			}
 			if b.pace != nil {
 				b.pace.done()
 			}
@@ -216,16 +254,17 @@ func (b *bot) handle(f protocol.ServerFrame) bool {
 		if !f.Accepted && f.Code != protocol.RejectMatchFinished {
 			b.rejected++
 			b.say("intent rejected: code %d %q", f.Code, f.Reason)
+			if f.Code == protocol.RejectStale || f.Code == protocol.RejectIllegal {
+				// The Board disagrees with the server: the protocol's answer is a snapshot.
+				b.resync()
+				return false
+			}
 		}
-		b.resync()
-	case *protocol.ServerClock:
-		// An accepted intent can hand the decision over without any event
-		// (FinishMulligan), so the seq alone cannot tell a stale snapshot.
-		if f.Clock.DecisionPlayer == b.s.Seat() && b.pending == "" &&
-			(f.Clock.DecisionPlayer != b.lastDecider || b.snapSeq < b.s.LastSeq()) {
-			b.resync()
+		if b.legacy() {
+			b.resync() // an intent may change the state without an event there
+			return false
 		}
-		b.lastDecider = f.Clock.DecisionPlayer
+		b.decide()
 	case *protocol.ServerError:
 		b.say("server error %d: %s", f.Code, f.Message)
 	}
@@ -233,7 +272,6 @@ func (b *bot) handle(f protocol.ServerFrame) bool {
 }
 
 func (b *bot) onSnapshot(v *protocol.MatchView) bool {
-	b.snapSeq = v.EventSeq
 	if v.IsFinished {
 		b.final = v
 		if !b.finalSeen && b.narrate && b.logf != nil {
@@ -247,12 +285,26 @@ func (b *bot) onSnapshot(v *protocol.MatchView) bool {
 		}
 		return true
 	}
+	b.decide()
+	return false
+}
+
+// legacy: the server sends no Decision events, so legal intents come from
+// snapshots only.
+func (b *bot) legacy() bool { return !b.s.EventComplete() }
+
+// decide sends an intent when the Board says this seat decides.
+func (b *bot) decide() {
 	if b.pending != "" {
-		return false
+		return
 	}
-	in := b.choose(v.LegalIntents)
+	legal, seq := b.s.LegalIntents()
+	if seq < b.waitSeq {
+		return // the events of the bot's last intent are not in yet
+	}
+	in := b.choose(legal)
 	if in == nil {
-		return false // not the decider
+		return // not the decider
 	}
 	if b.think > 0 {
 		time.Sleep(b.think)
@@ -261,7 +313,7 @@ func (b *bot) onSnapshot(v *protocol.MatchView) bool {
 		time.Sleep(wait)
 	}
 	if b.pace != nil && !b.pace.wait(b.ctx) {
-		return false // the match is over for the load tool
+		return // the match is over for the load tool
 	}
 	id, err := b.s.SendIntent(in)
 	if err != nil {
@@ -269,18 +321,36 @@ func (b *bot) onSnapshot(v *protocol.MatchView) bool {
 			b.pace.done()
 		}
 		b.say("send intent: %v", err)
-		return false
+		return
 	}
 	b.pending, b.sentAt = id, time.Now()
 	b.intents++
 	if b.announce && b.logf != nil {
 		b.logf("      %s decides: %s", b.name, describeIntent(in))
 	}
-	if b.killEvery > 0 && b.intents%b.killEvery == 0 {
+	switch {
+	case b.killEvery > 0 && b.intents%b.killEvery == 0:
 		b.say("dropping the connection (chaos)")
 		b.s.Drop()
+	case b.chaos && b.rng.IntN(100) < chaosDropPercent(in):
+		b.say("dropping the connection right after %s (chaos)", describeIntent(in))
+		b.s.Drop()
 	}
-	return false
+}
+
+// chaosDropPercent is how often a chaos bot drops its connection right
+// after sending in: often after the intents that only move a decision
+// forward (they once changed the view without any event), rarely otherwise.
+func chaosDropPercent(in protocol.Intent) int {
+	switch in := in.(type) {
+	case protocol.SelectTrigger, protocol.FinishMulligan:
+		return 40
+	case protocol.ResolveAbility:
+		if in.Accept {
+			return 40
+		}
+	}
+	return 3
 }
 
 // choose picks a legal intent, never Concede; nil when there is nothing

@@ -27,6 +27,13 @@ type MatchOptions struct {
 	Timeout time.Duration
 	// KillEvery makes each bot drop its connection after every N intents (chaos).
 	KillEvery int
+	// Chaos makes each bot drop its connection at random, mostly right after
+	// SelectTrigger, ResolveAbility(accept) and FinishMulligan.
+	Chaos bool
+	// Verify asks for a full snapshot after every batch and at the end, and
+	// fails the match if the bots' Boards (their whole views) differ from
+	// them. Without it the bots play from events alone.
+	Verify bool
 	// Think pauses before each decision, to follow a match live.
 	Think time.Duration
 	// Logger receives connection events; Logf, if set, the readable running
@@ -126,6 +133,8 @@ func PlayMatch(ctx context.Context, admin *client.Admin, o MatchOptions) (MatchR
 			narrate:   narrate && seat == 0, // one narrator: P0 sees every public event
 			announce:  narrate,
 			killEvery: o.KillEvery,
+			chaos:     o.Chaos,
+			verify:    o.Verify,
 			think:     o.Think,
 			stats:     st,
 			pace:      pace,
@@ -155,9 +164,17 @@ func Verify(mr MatchRun) error {
 		for _, m := range r.Mismatches {
 			problems = append(problems, fmt.Sprintf("P%d local view: %s", seat, m))
 		}
+		for _, m := range r.ViewMismatches {
+			problems = append(problems, fmt.Sprintf("P%d whole view: %s", seat, m))
+		}
 		fresh := client.BoardFromView(r.Final)
 		if d := r.Board.Diff(fresh); len(d) > 0 {
 			problems = append(problems, fmt.Sprintf("P%d final board differs from the fresh snapshot: %s", seat, strings.Join(d, "; ")))
+		}
+		if r.EventComplete && r.Final.EventSeq == r.Board.EventSeq {
+			if d := r.Board.ViewDiff(r.Final); len(d) > 0 {
+				problems = append(problems, fmt.Sprintf("P%d final view differs from the final state: %s", seat, strings.Join(d, "; ")))
+			}
 		}
 	}
 	if len(problems) > 0 {

@@ -179,6 +179,8 @@ func cmdPlay(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var c common
 	c.register(fs)
 	quiet := fs.Bool("quiet", false, "print only the summary")
+	verify := fs.Bool("verify", false, "ask for a full snapshot after every batch and compare it with each bot's view kept from events (default: play from events alone)")
+	chaos := fs.Bool("chaos", false, "each bot drops its connection at random, mostly right after SelectTrigger, ResolveAbility(accept) and FinishMulligan, and resumes")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -203,6 +205,7 @@ func cmdPlay(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	opts.Logf, opts.Narrate = logf, narrate
+	opts.Verify, opts.Chaos = *verify, *chaos
 	mr, err := bots.PlayMatch(ctx, admin, opts)
 	if err != nil {
 		return err
@@ -215,8 +218,8 @@ func cmdPlay(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "match %s finished in %v: winner %s, %d turns, %d events\n",
 		mr.ID, time.Since(start).Round(time.Millisecond), winner, f.TurnNumber, f.EventSeq)
 	for seat, r := range mr.Results {
-		fmt.Fprintf(stdout, "P%d: %d intents (%d rejected), %d reconnects, local view checked against %d snapshots: OK\n",
-			seat, r.Intents, r.Rejected, r.Reconnects, r.Checked)
+		fmt.Fprintf(stdout, "P%d: %d intents (%d rejected), %d reconnects, %d snapshots asked for; view kept from events checked against %d snapshots: OK\n",
+			seat, r.Intents, r.Rejected, r.Reconnects, r.Snapshots, r.ViewChecked)
 	}
 	fmt.Fprintf(stdout, "bot seed %d\n", c.botSeed)
 	return nil

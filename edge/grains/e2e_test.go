@@ -36,6 +36,7 @@ func playBots(t *testing.T, h *harness, transport string, botSeed uint64, killEv
 	run, err := bots.PlayMatch(ctx, h.admin, bots.MatchOptions{
 		GameAddr: p.addr(), Decks: [2]string{"S1", "S2"}, Seed: &seed, BotSeed: botSeed,
 		Timeout: 55 * time.Second, KillEvery: killEvery, Logger: discardLog(),
+		Verify: true, // a snapshot after every batch, compared with each bot's Board
 	})
 	if err != nil {
 		t.Fatalf("play match over %s: %v", transport, err)

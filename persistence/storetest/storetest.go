@@ -33,6 +33,7 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"NotFound", testNotFound},
 		{"AppendAndRecover", testAppendAndRecover},
 		{"SnapshotAndTail", testSnapshotAndTail},
+		{"ReadLog", testReadLog},
 		{"SnapshotSeqRules", testSnapshotSeqRules},
 		{"AppendSeqRules", testAppendSeqRules},
 		{"Fencing", testFencing},
@@ -235,6 +236,43 @@ func testSnapshotAndTail(t *testing.T, s persistence.Store) {
 	orec = mustClaim(t, s, other, "b")
 	checkSnapshot(t, orec, &snap0)
 	checkTail(t, orec, entries(1, 2, "q"))
+}
+
+// testReadLog: entries a snapshot covers stay readable (the grain rebuilds
+// its event journal from them).
+func testReadLog(t *testing.T, s persistence.Store) {
+	r, ok := s.(persistence.LogReader)
+	if !ok {
+		t.Fatalf("%T does not implement persistence.LogReader", s)
+	}
+	ctx := testContext(t)
+	id := newID(t, "m")
+	mustCreate(t, s, id, nil)
+	rec := mustClaim(t, s, id, "a")
+	mustAppend(t, s, id, rec.Epoch, entries(1, 5, "p")...)
+	if err := s.SaveSnapshot(ctx, id, rec.Epoch, persistence.Snapshot{Seq: 4, Data: []byte("s")}); err != nil {
+		t.Fatalf("save snapshot: %v", err)
+	}
+	for _, tc := range []struct {
+		from, to int64
+		want     []persistence.LogEntry
+	}{
+		{1, 4, entries(1, 4, "p")},
+		{2, 9, entries(2, 5, "p")},
+		{5, 5, entries(5, 5, "p")},
+		{6, 9, nil},
+	} {
+		got, err := r.ReadLog(ctx, id, tc.from, tc.to)
+		if err != nil {
+			t.Fatalf("ReadLog %d..%d: %v", tc.from, tc.to, err)
+		}
+		if describe(got) != describe(tc.want) {
+			t.Errorf("ReadLog %d..%d = %s, want %s", tc.from, tc.to, describe(got), describe(tc.want))
+		}
+	}
+	if _, err := r.ReadLog(ctx, newID(t, "none"), 1, 3); !errors.Is(err, persistence.ErrMatchNotFound) {
+		t.Errorf("ReadLog of an unknown match: %v, want ErrMatchNotFound", err)
+	}
 }
 
 func testSnapshotSeqRules(t *testing.T, s persistence.Store) {

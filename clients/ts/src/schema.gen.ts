@@ -403,6 +403,17 @@ export interface EventEnvelope {
   event: Event;
 }
 
+/** UnitState (docs/protocol.md, bodies of the other DTOs). */
+export interface UnitState {
+  player: number;
+  slot: number;
+  card: CardRef;
+  rested: boolean;
+  faceUp: boolean;
+  power: number;
+  critical: number;
+}
+
 // ---- client frames ----
 
 /** Client frame 0: ClientHello. */
@@ -1090,6 +1101,23 @@ export interface GameFinishedEvent {
   };
 }
 
+/** Event 28: Decision. */
+export interface DecisionEvent {
+  key: 28;
+  type: "Decision";
+  body: {
+    player: number;
+    pending: boolean;
+    trigger: TriggerView | null;
+    battle: BattleView | null;
+    units: UnitState[];
+    choice: ChoiceView | null;
+    ability: AbilityView | null;
+    order: OrderView | null;
+    legalIntents: Intent[];
+  };
+}
+
 /** UnknownEvent is an event key this library does not know (a newer server); its body was skipped. */
 export interface UnknownEvent {
   key: number;
@@ -1127,6 +1155,7 @@ export type Event =
   | CardSearchedViewEvent
   | SearchFailedViewEvent
   | GameFinishedEvent
+  | DecisionEvent
   | UnknownEvent;
 
 // ---- schema (drives the codec) ----
@@ -1205,6 +1234,7 @@ export const EVENTS: readonly UnionDef[] = [
   { key: 25, type: "CardSearchedView", fields: [{"name":"player","t":{"k":"int"}},{"name":"card","t":{"k":"dto","name":"CardRef"}},{"name":"query","t":{"k":"string"}}] as FieldDef[] },
   { key: 26, type: "SearchFailedView", fields: [{"name":"player","t":{"k":"int"}},{"name":"query","t":{"k":"string"}}] as FieldDef[] },
   { key: 27, type: "GameFinished", fields: [{"name":"winner","t":{"k":"int"}},{"name":"reason","t":{"k":"int","enum":"FinishReason"}}] as FieldDef[] },
+  { key: 28, type: "Decision", fields: [{"name":"player","t":{"k":"int"}},{"name":"pending","t":{"k":"bool"}},{"name":"trigger","t":{"k":"opt","of":{"k":"dto","name":"TriggerView"}}},{"name":"battle","t":{"k":"opt","of":{"k":"dto","name":"BattleView"}}},{"name":"units","t":{"k":"list","of":{"k":"dto","name":"UnitState"}}},{"name":"choice","t":{"k":"opt","of":{"k":"dto","name":"ChoiceView"}}},{"name":"ability","t":{"k":"opt","of":{"k":"dto","name":"AbilityView"}}},{"name":"order","t":{"k":"opt","of":{"k":"dto","name":"OrderView"}}},{"name":"legalIntents","t":{"k":"list","of":{"k":"union","name":"Intent"}}}] as FieldDef[] },
 ];
 
 /** DTOS is the wire schema of every other DTO, by name. */
@@ -1223,4 +1253,5 @@ export const DTOS: Readonly<Record<string, DtoDef>> = {
   OrderEntry: { name: "OrderEntry", fields: [{"name":"source","t":{"k":"dto","name":"CardRef"}},{"name":"abilityKey","t":{"k":"int","enum":"AbilityKey"}}] as FieldDef[] },
   ClockView: { name: "ClockView", fields: [{"name":"decisionPlayer","t":{"k":"int"}},{"name":"turnDeadlineMs","t":{"k":"int"}},{"name":"bank0Ms","t":{"k":"int"}},{"name":"bank1Ms","t":{"k":"int"}},{"name":"isRunning","t":{"k":"bool"}},{"name":"serverTimeMs","t":{"k":"int"}}] as FieldDef[] },
   EventEnvelope: { name: "EventEnvelope", fields: [{"name":"seq","t":{"k":"int"}},{"name":"event","t":{"k":"union","name":"Event"}}] as FieldDef[] },
+  UnitState: { name: "UnitState", fields: [{"name":"player","t":{"k":"int"}},{"name":"slot","t":{"k":"int"}},{"name":"card","t":{"k":"dto","name":"CardRef"}},{"name":"rested","t":{"k":"bool"}},{"name":"faceUp","t":{"k":"bool"}},{"name":"power","t":{"k":"int"}},{"name":"critical","t":{"k":"int"}}] as FieldDef[] },
 };

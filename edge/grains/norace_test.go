@@ -1,0 +1,5 @@
+//go:build !race
+
+package grains_test
+
+const raceEnabled = false
