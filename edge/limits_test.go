@@ -124,6 +124,16 @@ func TestLimitHandshakes(t *testing.T) {
 	silent := silentTCP(t, h)
 	player := dialTCP(t, h)
 	hello(t, player, h.ticket(h.newMatch(), 0), 0)
+	// The ServerHello can arrive just before the edge marks the handshake
+	// done: wait until only the silent connection counts (the scrape's own
+	// connection leaves the count once its request is done).
+	pollFor(t, 5*time.Second, func() error {
+		v, err := h.metric("matchgrain_edge_handshakes")
+		if err != nil || v != 1 {
+			return fmt.Errorf("handshakes in progress %v (%v), want 1", v, err)
+		}
+		return nil
+	})
 	// The player's slot is free again: one more silent connection fits,
 	// then the limit refuses.
 	_ = silentTCP(t, h)
