@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -225,7 +226,12 @@ func (w *rawWS) expectServerPongThenFail(nonce int64) {
 	w.t.Helper()
 	op, payload, f, err := w.next(5 * time.Second)
 	if err != nil {
-		w.t.Fatalf("waiting for ServerPong %d or a close: %v", nonce, err)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			w.t.Fatalf("waiting for ServerPong %d or a close: %v", nonce, err)
+		}
+		w.t.Logf("non-strict: connection failed by a drop (%v) before the answer to the valid message", err)
+		return
 	}
 	if p, ok := f.(*protocol.ServerPong); ok && p.Nonce == nonce {
 		w.expectClose(closeProtocolError)
@@ -248,12 +254,22 @@ func (w *rawWS) expectPong(payload []byte) {
 
 // expectClose reads to the close frame and checks its code is one of
 // codes; it then expects the TCP connection to end. A ServerError before the
-// close must be fatal.
+// close must be fatal. When 1002 is expected, the connection may also end
+// without a close frame: RFC 6455 section 7.1.7 "fail the WebSocket connection"
+// only requires closing it, and when the edge closes a socket with the
+// offending frame's payload still unread the kernel resets it, which can
+// destroy the close frame gorilla wrote just before (Autobahn accepts a
+// drop for these cases too).
 func (w *rawWS) expectClose(codes ...int) (int, string) {
 	w.t.Helper()
 	for {
 		op, payload, f, err := w.next(5 * time.Second)
 		if err != nil {
+			var ne net.Error
+			if slices.Contains(codes, closeProtocolError) && !(errors.As(err, &ne) && ne.Timeout()) {
+				w.t.Logf("connection failed by a drop (%v) instead of a close frame", err)
+				return 0, ""
+			}
 			w.t.Fatalf("connection ended without a close frame (want %v): %v", codes, err)
 		}
 		if se, ok := f.(*protocol.ServerError); ok {
