@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
 import { Admin, EVENTS, Session, boardFromView, diffBoards, type ServerFrame, type WireEntry } from "../src/index.js";
-import { playSeat, startMatchd, type Matchd } from "./matchd.js";
+import { playSeat, removeBuild, startMatchd, type Matchd } from "./matchd.js";
 
 let node: Matchd;
 
@@ -19,6 +19,7 @@ before(async () => {
 
 after(async () => {
   await node?.stop();
+  removeBuild();
 });
 
 /** lateListener buffers frames until the player subscribes, so no frame after the hello is missed. */

@@ -29,6 +29,14 @@ export interface Matchd {
 }
 
 let built: Promise<string> | undefined;
+let builtDir: string | undefined;
+
+/** removeBuild deletes the binary buildMatchd built (a prebuilt MATCHD_BIN is left alone). */
+export function removeBuild(): void {
+  if (builtDir) rmSync(builtDir, { recursive: true, force: true });
+  builtDir = undefined;
+  built = undefined;
+}
 
 /** buildMatchd builds cmd/matchd once per test process (go caches the rest). */
 export function buildMatchd(): Promise<string> {
@@ -36,6 +44,7 @@ export function buildMatchd(): Promise<string> {
   if (process.env.MATCHD_BIN) return Promise.resolve(process.env.MATCHD_BIN);
   built ??= (async () => {
     const dir = mkdtempSync(join(tmpdir(), "matchd-ts-bin-"));
+    builtDir = dir;
     const bin = join(dir, "matchd");
     const go = process.env.GO ?? "go";
     await run(go, ["build", "-o", bin, "./cmd/matchd"], { cwd: repoRoot, maxBuffer: 16 << 20 });
