@@ -130,8 +130,11 @@ func TestGrainDecisionTimeoutEndsMatch(t *testing.T) {
 	timing.DecisionTime = 150 * time.Millisecond
 	timing.BankTime = 200 * time.Millisecond
 	tn := startTestNode(t, timing)
-	id := tn.create(t, 0)
+	// The first decider's clock runs from the match's creation
+	// (docs/protocol.md), so the lower bound is measured from before it:
+	// measured from after, a slow CreateMatch under load made it look early.
 	start := time.Now()
+	id := tn.create(t, 0)
 	_, k0 := tn.open(t, id, 0, 0)
 	_, k1 := tn.open(t, id, 1, 0)
 	for _, k := range []*frameSink{k0, k1} {
@@ -199,10 +202,20 @@ func TestGrainSendsClockPeriodically(t *testing.T) {
 			t.Fatalf("%d ServerClock frames in 10 s at a 100 ms interval", len(clocks))
 		}
 	}
+	// The periodic clock keeps its phase like a ticker: one that fires late
+	// is followed by one that comes early, so a single gap may be shorter
+	// than the interval, and server times are truncated to milliseconds.
+	// So: no gap shorter than half an interval (no spurious extra clocks),
+	// and the periodic ones span at least their intervals, less 1 ms of
+	// truncation at each end.
+	interval := timing.ClockInterval.Milliseconds()
 	for i := 2; i < len(clocks); i++ {
-		if gap := clocks[i].ServerTimeMs - clocks[i-1].ServerTimeMs; gap < timing.ClockInterval.Milliseconds() {
+		if gap := clocks[i].ServerTimeMs - clocks[i-1].ServerTimeMs; gap < interval/2 {
 			t.Fatalf("ServerClock %d came %d ms after the previous one, interval %v", i, gap, timing.ClockInterval)
 		}
+	}
+	if span, want := clocks[len(clocks)-1].ServerTimeMs-clocks[1].ServerTimeMs, int64(len(clocks)-2)*interval-2; span < want {
+		t.Fatalf("%d periodic ServerClocks spanned %d ms, want at least %d at a %v interval", len(clocks)-1, span, want, timing.ClockInterval)
 	}
 	last := clocks[len(clocks)-1]
 	if !last.IsRunning || last.DecisionPlayer != 0 || last.TurnDeadlineMs == 0 || last.Bank0Ms != timing.BankTime.Milliseconds() {

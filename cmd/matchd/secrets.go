@@ -52,7 +52,10 @@ func loadSecrets(ctx context.Context, o options, store persistence.Store, log *s
 			return s, err
 		}
 		s.adminToken = string(tok)
-		fmt.Fprintf(os.Stderr, "matchd: no --admin-token given; the cluster's token (kept in the database) is %s\n", s.adminToken)
+		// Not printed: a cluster member's output ends up in container logs,
+		// and whoever may read the token can read it where it is kept.
+		fmt.Fprintln(os.Stderr, "matchd: no --admin-token given; the cluster's admin token is kept in the database "+
+			"(table cluster_keys, purpose 'admin-token'; see docs/operations.md)")
 	default:
 		b, err := randomBytes(16)
 		if err != nil {
