@@ -540,6 +540,16 @@ func TestChaosBotMatchSurvivesOwnerKill(t *testing.T) {
 // finished reads the match's finished flag from the store.
 func (cc *chaosCluster) finished(t *testing.T, matchID string) bool {
 	t.Helper()
+	var done bool
+	queryRow(t, fmt.Sprintf("SELECT finished FROM %s.matches WHERE match_id = $1", pgx.Identifier{cc.schema}.Sanitize()),
+		[]any{matchID}, &done)
+	return done
+}
+
+// queryRow runs one read-only query on the test database and scans its row
+// into dest.
+func queryRow(t *testing.T, q string, args []any, dest ...any) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, pgtest.URL(t))
@@ -547,10 +557,7 @@ func (cc *chaosCluster) finished(t *testing.T, matchID string) bool {
 		t.Fatalf("connect: %v", err)
 	}
 	defer func() { _ = conn.Close(ctx) }() // read-only connection
-	var done bool
-	q := fmt.Sprintf("SELECT finished FROM %s.matches WHERE match_id = $1", pgx.Identifier{cc.schema}.Sanitize())
-	if err := conn.QueryRow(ctx, q, matchID).Scan(&done); err != nil {
-		t.Fatalf("finished of %s: %v", matchID, err)
+	if err := conn.QueryRow(ctx, q, args...).Scan(dest...); err != nil {
+		t.Fatalf("%s: %v", q, err)
 	}
-	return done
 }

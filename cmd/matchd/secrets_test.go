@@ -20,19 +20,9 @@ import (
 // they are given none: the database (docs/operations.md).
 func sharedToken(t *testing.T, schema string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, pgtest.URL(t))
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer func() { _ = conn.Close(ctx) }() // read-only connection
 	var tok string
-	q := fmt.Sprintf("SELECT convert_from(secret, 'UTF8') FROM %s.cluster_keys WHERE purpose = 'admin-token' ORDER BY generation DESC LIMIT 1",
-		pgx.Identifier{schema}.Sanitize())
-	if err := conn.QueryRow(ctx, q).Scan(&tok); err != nil {
-		t.Fatalf("read the shared admin token: %v", err)
-	}
+	queryRow(t, fmt.Sprintf("SELECT convert_from(secret, 'UTF8') FROM %s.cluster_keys WHERE purpose = 'admin-token' ORDER BY generation DESC LIMIT 1",
+		pgx.Identifier{schema}.Sanitize()), nil, &tok)
 	return tok
 }
 
@@ -40,19 +30,9 @@ func sharedToken(t *testing.T, schema string) string {
 // considers active.
 func activeTicketGeneration(t *testing.T, schema string) int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, pgtest.URL(t))
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer func() { _ = conn.Close(ctx) }() // read-only connection
 	var g int64
-	q := fmt.Sprintf("SELECT coalesce(max(generation), 0) FROM %s.cluster_keys WHERE purpose = 'ticket-key' AND active_from <= now()",
-		pgx.Identifier{schema}.Sanitize())
-	if err := conn.QueryRow(ctx, q).Scan(&g); err != nil {
-		t.Fatalf("read key generations: %v", err)
-	}
+	queryRow(t, fmt.Sprintf("SELECT coalesce(max(generation), 0) FROM %s.cluster_keys WHERE purpose = 'ticket-key' AND active_from <= now()",
+		pgx.Identifier{schema}.Sanitize()), nil, &g)
 	return g
 }
 
