@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -92,7 +93,7 @@ func events(t *testing.T, ss []stream) map[int64]protocol.EventEnvelope {
 				if e.Seq < ev.FromSeq || e.Seq > ev.ToSeq {
 					t.Errorf("event #%d outside its frame's range %d..%d", e.Seq, ev.FromSeq, ev.ToSeq)
 				}
-				if prev, ok := out[e.Seq]; ok && fmt.Sprintf("%#v", prev.Event) != fmt.Sprintf("%#v", e.Event) {
+				if prev, ok := out[e.Seq]; ok && !reflect.DeepEqual(prev.Event, e.Event) { // by value: %#v would compare the addresses of nested cards
 					t.Errorf("event #%d delivered twice with different contents: %#v vs %#v", e.Seq, prev.Event, e.Event)
 				}
 				out[e.Seq] = e
