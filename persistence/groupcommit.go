@@ -130,7 +130,9 @@ func (g *groupCommitter) append(ctx context.Context, r *appendReq) error {
 	case g.reqs <- r:
 	case <-ctx.Done():
 		return fmt.Errorf("append to match %q at seq %d: %w", r.matchID, r.first, ctx.Err())
-	case <-g.stopped:
+	case <-g.quit:
+		// Closing: the dispatcher no longer takes requests while it waits
+		// for the batches in flight, which may take a while.
 		return fmt.Errorf("append to match %q: %w", r.matchID, ErrClosed)
 	}
 	select {

@@ -36,6 +36,7 @@ func dialSeat(t *testing.T, admin *client.Admin, edgeHTTP, matchID string, seat 
 // throwaway PostgreSQL schema.
 type chaosCluster struct {
 	schema string
+	url    string // the database; empty: the tests' shared server (pgtest.URL)
 	common []string
 	race   bool // every node is the -race build of matchd
 	a, b   *proc
@@ -114,7 +115,11 @@ func (cc *chaosCluster) logEpochs(t *testing.T, matchID string) []int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, pgtest.URL(t))
+	dbURL := cc.url
+	if dbURL == "" {
+		dbURL = pgtest.URL(t)
+	}
+	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}

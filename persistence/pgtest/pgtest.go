@@ -56,34 +56,62 @@ func ensure() (stop func(), err error) {
 		url = u
 		return func() {}, nil
 	}
-	script, err := scriptPath()
+	u, dir, stop, err := startServer()
 	if err != nil {
 		return nil, err
+	}
+	_ = dir // only Private needs the data directory
+	url = u
+	if err := os.Setenv(EnvURL, url); err != nil {
+		stop()
+		return nil, fmt.Errorf("export %s: %w", EnvURL, err)
+	}
+	return stop, nil
+}
+
+// startServer starts a throwaway server (fsync off) that a watchdog removes
+// if this process dies first, and returns its URL, its directory and how to
+// stop it.
+func startServer() (u, dir string, stop func(), err error) {
+	script, err := scriptPath()
+	if err != nil {
+		return "", "", nil, err
 	}
 	var stderr bytes.Buffer
 	cmd := exec.Command(script, "start", "--fast", "--stop-with", strconv.Itoa(os.Getpid()))
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("%s start: %w\n%s", script, err, stderr.String())
+		return "", "", nil, fmt.Errorf("%s start: %w\n%s", script, err, stderr.String())
 	}
 	env, err := parseExports(out)
 	if err != nil {
-		return nil, fmt.Errorf("%s start: %w", script, err)
+		return "", "", nil, fmt.Errorf("%s start: %w", script, err)
 	}
-	url = env[EnvURL]
-	dir := env["MATCHGRAIN_PG_DIR"]
-	if url == "" || dir == "" {
-		return nil, fmt.Errorf("%s start printed no DATABASE_URL or MATCHGRAIN_PG_DIR:\n%s", script, out)
+	u, dir = env[EnvURL], env["MATCHGRAIN_PG_DIR"]
+	if u == "" || dir == "" {
+		return "", "", nil, fmt.Errorf("%s start printed no DATABASE_URL or MATCHGRAIN_PG_DIR:\n%s", script, out)
 	}
-	if err := os.Setenv(EnvURL, url); err != nil {
-		return nil, fmt.Errorf("export %s: %w", EnvURL, err)
-	}
-	return func() {
+	return u, dir, func() {
 		if out, err := exec.Command(script, "stop", dir).CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "pgtest: %s stop %s: %v\n%s", script, dir, err, out)
 		}
 	}, nil
+}
+
+// Private starts a throwaway server of t's own, for a test that restarts or
+// stops PostgreSQL and so must not share the server other packages' tests
+// use at the same time. It returns the server's URL and its directory (the
+// data directory is dir/data, the log dir/server.log); the server is
+// removed when t ends.
+func Private(t testing.TB) (u, dir string) {
+	t.Helper()
+	u, dir, stop, err := startServer()
+	if err != nil {
+		t.Fatalf("pgtest: private PostgreSQL: %v", err)
+	}
+	t.Cleanup(stop)
+	return u, dir
 }
 
 // scriptPath finds deploy/pg-throwaway.sh relative to this source file.
