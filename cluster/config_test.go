@@ -137,3 +137,20 @@ func TestFailureDetectionDefaults(t *testing.T) {
 		t.Fatalf("heartbeat expiration %v too close to worst detection %v", hb, worst)
 	}
 }
+
+// TestCrashDetection pins the bound the edge's patience is derived from
+// (cmd/matchd): it must follow the probe interval and the suspicion knobs.
+func TestCrashDetection(t *testing.T) {
+	for _, c := range []struct {
+		fd   FailureDetection
+		want time.Duration
+	}{
+		{FailureDetection{}, 4400 * time.Millisecond},
+		{FailureDetection{ProbeInterval: 2 * time.Second}, 22 * time.Second},
+		{FailureDetection{ProbeInterval: time.Second, SuspicionMult: 4, SuspicionMaxTimeoutMult: 2}, 10 * time.Second},
+	} {
+		if got := c.fd.CrashDetection(); got != c.want {
+			t.Errorf("%+v.CrashDetection() = %v, want %v", c.fd, got, c.want)
+		}
+	}
+}

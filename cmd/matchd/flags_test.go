@@ -43,3 +43,40 @@ func TestSecurityFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestTimeoutFollowsDetection: the edge's patience for a match is
+// derived from failure detection unless set, so a slower detection (the
+// -race chaos cluster's 2 s probes) does not make players see 4500 in the
+// middle of a failover; it must stay below the heartbeat timeout, and the
+// default HTTP write deadline follows it.
+func TestRequestTimeoutFollowsDetection(t *testing.T) {
+	for _, tt := range []struct {
+		args            []string
+		want, wantWrite time.Duration
+	}{
+		{nil, 10 * time.Second, 15 * time.Second},
+		// 2·2 s + 3·3·2 s of detection, + 5 s for the activation.
+		{[]string{"--probe-interval", "2s"}, 27 * time.Second, 32 * time.Second},
+		{[]string{"--probe-interval", "2s", "--request-timeout", "4s"}, 4 * time.Second, 15 * time.Second},
+	} {
+		o, err := parseFlags(tt.args)
+		if err != nil {
+			t.Fatalf("parseFlags(%q): %v", tt.args, err)
+		}
+		if o.requestTimeout != tt.want || o.limits.HTTPWriteTimeout != tt.wantWrite {
+			t.Errorf("parseFlags(%q): request-timeout %v, http-write-timeout %v; want %v, %v",
+				tt.args, o.requestTimeout, o.limits.HTTPWriteTimeout, tt.want, tt.wantWrite)
+		}
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--probe-interval", "4s"}, "request-timeout (49s) must be positive and shorter than heartbeat-timeout (40s)"},
+		{[]string{"--request-timeout", "20s", "--http-write-timeout", "20s"}, "http-write-timeout (20s) must be longer than request-timeout (20s): an API response is written after its call"},
+	} {
+		if _, err := parseFlags(tt.args); err == nil || err.Error() != tt.want {
+			t.Errorf("parseFlags(%q) = %v, want %q", tt.args, err, tt.want)
+		}
+	}
+}

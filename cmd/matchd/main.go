@@ -51,6 +51,9 @@ type options struct {
 	metricsListen string
 	adminPrevious string
 	debugListen   string
+	// requestTimeout is the edge's patience: how long one player or API
+	// call waits for its match, retrying through a failover (edgePatience).
+	requestTimeout time.Duration
 }
 
 func parseFlags(args []string) (options, error) {
@@ -95,6 +98,7 @@ func parseFlags(args []string) (options, error) {
 	probe := fs.Duration("probe-interval", 0, "memberlist probe interval (0: the cluster default, tuned for a LAN)")
 	suspMult := fs.Int("suspicion-mult", 0, "memberlist suspicion multiplier (0: the cluster default)")
 	suspMax := fs.Int("suspicion-max-timeout-mult", 0, "upper bound of the suspicion timeout while confirmations are missing, as a multiple of the base (0: the cluster default)")
+	reqTimeout := fs.Duration("request-timeout", 0, "how long a player's call (open seat, intent, resync) or an API call waits for its match, retrying through a failover; shorter than --heartbeat-timeout (0: derived from failure detection, the crash-detection bound + 5 s, at least 10 s)")
 	gossipKey := fs.String("gossip-key", "", "base64 gossip keys (16, 24 or 32 bytes), comma-separated, the first encrypts; prefer MATCHD_GOSSIP_KEY or --gossip-key-file over the command line")
 	gossipKeyFile := fs.String("gossip-key-file", "", "file of base64 gossip keys, one per line, the first encrypts; re-read on change (rotation: add the new key everywhere, move it first everywhere, remove the old one)")
 	tlsCert := fs.String("cluster-tls-cert", "", "PEM certificate of this member for the actor remote's mutual TLS (server and client; SAN = the remote host peers dial)")
@@ -139,6 +143,22 @@ func parseFlags(args []string) (options, error) {
 	o.ticketTTL, o.helloTimeout, o.hbIdle, o.hbTimeout = *ttl, *hello, *hbIdle, *hbTimeout
 	o.reclaimInterval, o.reclaimLease, o.probeInterval, o.demoDelay = *reclaim, *lease, *probe, *demoDelay
 	o.suspicionMult, o.suspicionMaxMult = *suspMult, *suspMax
+	o.requestTimeout = *reqTimeout
+	if o.requestTimeout == 0 {
+		o.requestTimeout = edgePatience(o.failureDetection())
+	}
+	if o.requestTimeout < 0 || o.requestTimeout >= o.hbTimeout {
+		// The session's reader waits for the call; the heartbeat deadline
+		// counts from the frame before it.
+		return o, fmt.Errorf("request-timeout (%v) must be positive and shorter than heartbeat-timeout (%v)", o.requestTimeout, o.hbTimeout)
+	}
+	if *httpWrite <= o.requestTimeout {
+		if *httpWrite != edge.DefaultHTTPWriteTimeout {
+			return o, fmt.Errorf("http-write-timeout (%v) must be longer than request-timeout (%v): an API response is written after its call", *httpWrite, o.requestTimeout)
+		}
+		// The default write deadline follows a derived, longer patience.
+		*httpWrite = o.requestTimeout + 5*time.Second
+	}
 	o.debugListen = *debugListen
 	if o.debugListen != "" {
 		if err := debugLoopbackOnly(o.debugListen); err != nil {
@@ -179,6 +199,23 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("cluster-tls-cert, cluster-tls-key and cluster-tls-ca go together")
 	}
 	return o, nil
+}
+
+// failureDetection is the member's failure detection from the flags (zero
+// fields take the cluster's defaults).
+func (o options) failureDetection() cluster.FailureDetection {
+	return cluster.FailureDetection{ProbeInterval: o.probeInterval, SuspicionMult: o.suspicionMult,
+		SuspicionMaxTimeoutMult: o.suspicionMaxMult}
+}
+
+// edgePatience is the default --request-timeout: a player's call must outlast
+// the failover of its match's member, or the player is told to reconnect
+// (4500) in the middle of a failover that was about to end. A failover is
+// the crash detection plus the new owner's activation, which one cluster
+// request attempt bounds. With the LAN defaults this is the edge's 10 s; with
+// a 2 s probe interval, 27 s.
+func edgePatience(fd cluster.FailureDetection) time.Duration {
+	return max(edge.DefaultRequestTimeout, fd.CrashDetection()+cluster.DefaultRequestTimeout)
 }
 
 func envOr(name, def string) string {
@@ -278,11 +315,9 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		}
 		kinds = append(kinds, kind)
 	}
-	fd := cluster.FailureDetection{ProbeInterval: o.probeInterval, SuspicionMult: o.suspicionMult,
-		SuspicionMaxTimeoutMult: o.suspicionMaxMult}
 	node, err = cluster.Start(cluster.Config{
 		NodeName: o.nodeName, GossipAddr: o.gossipAddr, Join: splitList(o.join), RemoteAddr: o.remoteAddr,
-		ClusterName: o.clusterName, Kinds: kinds, FailureDetection: fd, Security: o.security, Logger: base,
+		ClusterName: o.clusterName, Kinds: kinds, FailureDetection: o.failureDetection(), Security: o.security, Logger: base,
 	})
 	if err != nil {
 		return fmt.Errorf("start cluster member: %w", err)
@@ -290,6 +325,9 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	gw, err := actors.NewGateway(actors.GatewayConfig{
 		System: node.System(), Cluster: node, Store: store, Rules: actors.GameRules{}, Timing: o.timing,
 		Forget: func(id string) { node.ForgetPID(id, actors.MatchKind) }, Logger: log,
+		// A seat looks for its moved grain at least as long as a player's
+		// call waits for it (the gateway's default is 30 s).
+		ReattachTimeout: max(30*time.Second, o.requestTimeout),
 	})
 	if err != nil {
 		node.Kill()
@@ -311,7 +349,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	pages := web.Handler()
 	srv, err = edge.New(edge.Config{
 		TicketKey: sec.ticketKey, TicketPreviousKeys: sec.ticketAccept, TicketTTL: o.ticketTTL, AdminToken: adminToken, Decks: deckInfos,
-		HelloTimeout: o.helloTimeout, HeartbeatIdle: o.hbIdle, HeartbeatTimeout: o.hbTimeout,
+		HelloTimeout: o.helloTimeout, HeartbeatIdle: o.hbIdle, HeartbeatTimeout: o.hbTimeout, RequestTimeout: o.requestTimeout,
 		AllowedOrigins: splitList(o.origins), Logger: log, Registry: registry,
 		PublicPlay: o.publicPlay,
 		Fallback: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
