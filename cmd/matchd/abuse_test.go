@@ -18,6 +18,7 @@ import (
 
 	"github.com/matchgrain/matchgrain/client"
 	"github.com/matchgrain/matchgrain/client/clienttest"
+	"github.com/matchgrain/matchgrain/cluster/clustertest"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -123,7 +124,7 @@ func TestEdgeSurvivesSlowlorisAndFlood(t *testing.T) {
 	}
 	// The silent WebSockets go first, so that the HTTP slowloris below
 	// does not take every handshake slot before they are in.
-	eventually(t, 15*time.Second, func() error {
+	clustertest.Eventually(t, 15*time.Second, 50*time.Millisecond, func() error {
 		if n := wsTried.Load(); n < 200 {
 			return fmt.Errorf("%d of 200 WebSocket dials done", n)
 		}
@@ -200,7 +201,7 @@ func TestEdgeSurvivesSlowlorisAndFlood(t *testing.T) {
 
 	// The node still serves new requests, and counted what it refused.
 	var metrics string
-	eventually(t, 10*time.Second, func() error {
+	clustertest.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
 		resp, err := http.Get("http://" + p.http + "/metrics")
 		if err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/matchgrain/matchgrain/client"
 	"github.com/matchgrain/matchgrain/client/clienttest"
+	"github.com/matchgrain/matchgrain/cluster/clustertest"
 	"github.com/matchgrain/matchgrain/persistence/pgtest"
 	"github.com/matchgrain/matchgrain/protocol"
 )
@@ -81,7 +82,7 @@ func startChaosClusterBuild(t *testing.T, race bool, extra ...string) *chaosClus
 func (cc *chaosCluster) createMatch(t *testing.T, seed uint64) string {
 	t.Helper()
 	var id string
-	eventually(t, 30*time.Second, func() error {
+	clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		var err error
@@ -473,7 +474,7 @@ func TestChaosFailoverTimes(t *testing.T) {
 		}
 		// The next kill needs the restarted member in every view, or the
 		// match has nowhere known to go.
-		eventually(t, 30*time.Second, func() error {
+		clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
 			for _, p := range []*proc{cc.a, cc.b, cc.edge} {
 				if n := p.topologyMembers(); n != 3 {
 					return fmt.Errorf("%s sees %d members, want 3", p.name, n)
@@ -518,7 +519,7 @@ func TestChaosOrphanTimersFire(t *testing.T) {
 	cc.b.kill()
 	// Nobody asks for the match: only the reclaimer can bring it back, and
 	// only a running grain can end it for absence.
-	eventually(t, 30*time.Second, func() error {
+	clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		conn, err := pgx.Connect(ctx, pgtest.URL(t))
@@ -555,7 +556,7 @@ func TestChaosOrphanTimersFire(t *testing.T) {
 func TestChaosBotMatchSurvivesOwnerKill(t *testing.T) {
 	cc := startChaosCluster(t, "--bot-think", "40ms")
 	var id string
-	eventually(t, 30*time.Second, func() error {
+	clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		seed := uint64(31)
@@ -564,7 +565,7 @@ func TestChaosBotMatchSurvivesOwnerKill(t *testing.T) {
 		return err
 	})
 	// Let the bots play a while on the first owner.
-	eventually(t, 30*time.Second, func() error {
+	clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
 		if n := len(cc.logEpochs(t, id)); n < 20 {
 			return fmt.Errorf("%d log entries so far", n)
 		}
@@ -578,7 +579,7 @@ func TestChaosBotMatchSurvivesOwnerKill(t *testing.T) {
 	before := len(cc.logEpochs(t, id))
 	victim.kill()
 	killed := time.Now()
-	eventually(t, 120*time.Second, func() error {
+	clustertest.Eventually(t, 120*time.Second, 50*time.Millisecond, func() error {
 		if !cc.finished(t, id) {
 			return fmt.Errorf("match %s not finished (%d log entries)", id, len(cc.logEpochs(t, id)))
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/matchgrain/matchgrain/client/bots"
+	"github.com/matchgrain/matchgrain/cluster/clustertest"
 	"github.com/matchgrain/matchgrain/persistence/pgtest"
 )
 
@@ -40,7 +41,7 @@ func TestChaosEventOnlyBotsAcrossKill(t *testing.T) {
 	// Once the match has some log, kill its owner.
 	var id, owner string
 	var epoch int64
-	eventually(t, 60*time.Second, func() error {
+	clustertest.Eventually(t, 60*time.Second, 50*time.Millisecond, func() error {
 		var n int64
 		id, owner, epoch, n = cc.onlyMatch(t)
 		if n < 20 {

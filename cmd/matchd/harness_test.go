@@ -283,17 +283,3 @@ func (p *proc) logTail() string {
 	defer p.mu.Unlock()
 	return strings.Join(p.stderr, "\n")
 }
-
-// eventually polls f until it returns nil or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = f(); err == nil {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("condition not met within %v: %v", timeout, err)
-}

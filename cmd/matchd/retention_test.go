@@ -13,6 +13,7 @@ import (
 	"github.com/matchgrain/matchgrain/client"
 	"github.com/matchgrain/matchgrain/client/bots"
 	"github.com/matchgrain/matchgrain/client/clienttest"
+	"github.com/matchgrain/matchgrain/cluster/clustertest"
 	"github.com/matchgrain/matchgrain/persistence/pgtest"
 	"github.com/matchgrain/matchgrain/protocol"
 )
@@ -55,7 +56,7 @@ func TestRetentionPrunesFinished(t *testing.T) {
 	}
 	t.Logf("one finished match (%d events): %d log entries, %d bytes of log rows (%d per entry), final snapshot row %d bytes, match row %d bytes (row sizes, before indexes)",
 		mr.Results[0].Final.EventSeq, entries, logBytes, logBytes/entries, snapBytes, metaBytes)
-	eventually(t, 30*time.Second, func() error {
+	clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
 		var n int64
 		if err := conn.QueryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s.match_log WHERE match_id = $1", sch), mr.ID).Scan(&n); err != nil {
 			return err

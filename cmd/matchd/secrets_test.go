@@ -12,6 +12,7 @@ import (
 
 	"github.com/matchgrain/matchgrain/client"
 	"github.com/matchgrain/matchgrain/client/clienttest"
+	"github.com/matchgrain/matchgrain/cluster/clustertest"
 	"github.com/matchgrain/matchgrain/persistence/pgtest"
 	"github.com/matchgrain/matchgrain/protocol"
 )
@@ -93,7 +94,7 @@ func TestClusterSharedSecrets(t *testing.T) {
 		t.Fatalf("ticket: %v", err)
 	}
 	before := activeTicketGeneration(t, schema)
-	eventually(t, 20*time.Second, func() error {
+	clustertest.Eventually(t, 20*time.Second, 50*time.Millisecond, func() error {
 		if g := activeTicketGeneration(t, schema); g <= before {
 			return fmt.Errorf("ticket key generation still %d", g)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/matchgrain/matchgrain/actors"
 	"github.com/matchgrain/matchgrain/client"
+	"github.com/matchgrain/matchgrain/cluster/clustertest"
 	"github.com/matchgrain/matchgrain/edge"
 	"github.com/matchgrain/matchgrain/edge/grains/grainstest"
 	"github.com/matchgrain/matchgrain/protocol"
@@ -24,7 +25,7 @@ func botTiming() actors.Timing {
 func awaitFinished(t *testing.T, gw *actors.Gateway, id string, total time.Duration) *actors.MatchStatus {
 	t.Helper()
 	var st *actors.MatchStatus
-	eventually(t, total, func() error {
+	clustertest.Eventually(t, total, 20*time.Millisecond, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		var err error

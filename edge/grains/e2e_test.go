@@ -18,6 +18,7 @@ import (
 	"github.com/matchgrain/matchgrain/client"
 	"github.com/matchgrain/matchgrain/client/bots"
 	"github.com/matchgrain/matchgrain/client/clienttest"
+	"github.com/matchgrain/matchgrain/cluster/clustertest"
 	"github.com/matchgrain/matchgrain/edge"
 	"github.com/matchgrain/matchgrain/protocol"
 )
@@ -45,7 +46,7 @@ func playBots(t *testing.T, h *harness, transport string, botSeed uint64, killEv
 	// PlayMatch leaves at the end; the proxy has every byte once the edge
 	// has closed the connections.
 	var seats [2][]stream
-	eventually(t, 5*time.Second, func() error {
+	clustertest.Eventually(t, 5*time.Second, 20*time.Millisecond, func() error {
 		seats = bySeat(p.streams(t))
 		for s := range 2 {
 			if len(seats[s]) == 0 {
@@ -608,7 +609,7 @@ func TestPGE2EDurableResumeAcrossActivationChange(t *testing.T) {
 	in := clienttest.FirstPlay(v)
 	var res *protocol.ServerIntentResult
 	attempts := 0
-	eventually(t, 20*time.Second, func() error {
+	clustertest.Eventually(t, 20*time.Second, 20*time.Millisecond, func() error {
 		attempts++
 		decider.Send(&protocol.ClientIntent{IntentID: "after", BasedOnSeq: v.EventSeq, Intent: in})
 		deadline := time.Now().Add(time.Second)

@@ -179,22 +179,6 @@ func (h *harness) createMatch(t *testing.T, seed uint64) string {
 	return id
 }
 
-// eventually polls f until it returns nil or the deadline passes.
-func eventually(t *testing.T, total time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %v", total, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // dialSeat connects to addr with a fresh ticket for seat and returns the
 // connection and its ServerHello.
 func dialSeat(t *testing.T, h *harness, addr, matchID string, seat int, resume int64) (*clienttest.Seat, *protocol.ServerHello) {
