@@ -205,9 +205,16 @@ func StartClusterWith(t testing.TB, opts ...MemberOptions) []*Member {
 	return members
 }
 
-// WaitMembers waits until each of members sees exactly want members.
+// WaitMembers waits until each of members sees exactly want members, and
+// logs how long that took (the numbers behind the tests' bounds).
 func WaitMembers(t testing.TB, timeout time.Duration, want int, members ...*Member) {
 	t.Helper()
+	start := time.Now()
+	defer func() {
+		if !t.Failed() {
+			t.Logf("clustertest: %d member(s) saw %d after %v (bound %v)", len(members), want, time.Since(start).Round(time.Millisecond), timeout)
+		}
+	}()
 	Eventually(t, timeout, 50*time.Millisecond, func() error {
 		for _, m := range members {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
