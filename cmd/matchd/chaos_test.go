@@ -329,8 +329,13 @@ func TestChaosFrozenOwnerIsFenced(t *testing.T) {
 	var staleRes *protocol.ServerIntentResult
 	var got []string
 	for _, f := range <-staleFrames {
-		got = append(got, fmt.Sprintf("%T", f))
-		if r, ok := f.(*protocol.ServerIntentResult); ok && r.IntentID == staleID && r.Accepted {
+		r, ok := f.(*protocol.ServerIntentResult)
+		if !ok {
+			got = append(got, fmt.Sprintf("%T", f))
+			continue
+		}
+		got = append(got, fmt.Sprintf("%+v", *r))
+		if r.IntentID == staleID && r.Accepted {
 			staleRes = r
 		}
 	}
