@@ -219,14 +219,13 @@ func (s *Server) startSession(t transport) {
 		return
 	}
 	s.sessions[sess] = struct{}{}
-	s.wg.Add(2)
+	// Only the reader is counted: it ends after the last writer (it waits
+	// for writerDone), and writers come and go with the traffic.
+	s.wg.Add(1)
 	s.mu.Unlock()
 	s.metrics.connections[t.kind()].Add(1)
 	s.metrics.connectionsTotal[t.kind()].Add(1)
-	go func() {
-		defer s.wg.Done()
-		sess.writeLoop()
-	}()
+	sess.startHeartbeat()
 	go func() {
 		defer s.wg.Done()
 		sess.readLoop()
