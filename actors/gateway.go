@@ -339,11 +339,12 @@ func (s *Seat) LastSeq() int64 { return s.lastSeq.Load() }
 
 // Intent submits an intent; the result and events arrive through the sink.
 func (s *Seat) Intent(ctx context.Context, intentID string, basedOnSeq int64, in protocol.Intent) error {
-	frame, err := protocol.EncodeClientFrame(&protocol.ClientIntent{IntentID: intentID, BasedOnSeq: basedOnSeq, Intent: in})
+	ci := &protocol.ClientIntent{IntentID: intentID, BasedOnSeq: basedOnSeq, Intent: in}
+	frame, err := protocol.EncodeClientFrame(ci)
 	if err != nil {
 		return fmt.Errorf("%w: encode intent: %w", ErrBadRequest, err)
 	}
-	return s.request(ctx, &SubmitIntent{Seat: s.seat, SessionID: s.pid.Id, Frame: frame})
+	return s.request(ctx, &SubmitIntent{Seat: s.seat, SessionID: s.pid.Id, Frame: frame, Decoded: ci})
 }
 
 // Resync asks for events from fromSeq or a snapshot, through the sink.

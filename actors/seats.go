@@ -2,6 +2,7 @@ package actors
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -93,9 +94,8 @@ func (g *grain) onIntent(ctx actor.Context, m *SubmitIntent) {
 }
 
 func (g *grain) handleIntent(ctx actor.Context, a *attachment, m *SubmitIntent) (ReplyCode, string) {
-	f, err := protocol.DecodeClientFrame(m.Frame)
-	ci, ok := f.(*protocol.ClientIntent)
-	if err != nil || !ok || ci.Intent == nil {
+	ci, err := submittedIntent(m)
+	if err != nil {
 		// The edge validated this frame; a failure here is a bug upstream.
 		g.log.Warn("undecodable intent frame from edge", "seat", m.Seat, "err", err)
 		return ReplyBadRequest, "undecodable intent frame"
@@ -135,6 +135,24 @@ func (g *grain) handleIntent(ctx actor.Context, a *attachment, m *SubmitIntent) 
 	// Every accepted intent restarts the decision clock, so the clock goes too.
 	g.broadcast(ctx, evs, m.Seat, &res, true)
 	return ReplyOK, ""
+}
+
+// submittedIntent is m's intent: the value a local Seat passed along with
+// the frame it encoded from it, or else (a remote edge, a bot) the frame
+// decoded here.
+func submittedIntent(m *SubmitIntent) (*protocol.ClientIntent, error) {
+	if ci := m.Decoded; ci != nil && ci.Intent != nil {
+		return ci, nil
+	}
+	f, err := protocol.DecodeClientFrame(m.Frame)
+	if err != nil {
+		return nil, fmt.Errorf("decode intent frame: %w", err)
+	}
+	ci, ok := f.(*protocol.ClientIntent)
+	if !ok || ci.Intent == nil {
+		return nil, fmt.Errorf("intent frame holds %T, not an intent", f)
+	}
+	return ci, nil
 }
 
 // precheck applies the checks that come before the engine (docs/protocol.md §4.3).
