@@ -191,6 +191,9 @@ func (g *grain) sendResult(ctx actor.Context, a *attachment, r protocol.ServerIn
 // to every attached seat, each through its own projection. A seat gets the
 // whole batch range even when it may see none of its events (docs/protocol.md §9.4).
 func (g *grain) broadcast(ctx actor.Context, evs []protocol.EventEnvelope, seat int, res *protocol.ServerIntentResult, deciderChanged bool) {
+	// The clock is public and the same for every seat: encoded once, its
+	// bytes shared (sinks never modify frames).
+	var clock *OutFrame
 	for s, a := range g.seats {
 		if a == nil {
 			continue
@@ -203,7 +206,11 @@ func (g *grain) broadcast(ctx actor.Context, evs []protocol.EventEnvelope, seat 
 			frames = append(frames, g.batchFrame(s, evs))
 		}
 		if deciderChanged || g.engine.IsFinished() {
-			frames = append(frames, g.clockFrame())
+			if clock == nil {
+				f := g.clockFrame()
+				clock = &f
+			}
+			frames = append(frames, *clock)
 		}
 		if len(frames) > 0 {
 			ctx.Send(a.pid, envelope.Wrap(&SeatFrames{Epoch: g.epoch, Frames: frames}))
