@@ -170,9 +170,7 @@ func (g *Gateway) MatchExists(ctx context.Context, matchID string) (bool, error)
 func (g *Gateway) call(ctx context.Context, matchID string, msg any) (*Reply, error) {
 	backoff := 20 * time.Millisecond
 	for {
-		rctx, cancel := context.WithTimeout(ctx, g.cfg.RequestTimeout)
-		res, err := g.cfg.Cluster.Request(rctx, matchID, MatchKind, msg)
-		cancel()
+		res, err := g.attempt(ctx, matchID, msg)
 		var r *Reply
 		if err == nil {
 			r, err = asReply(res)
@@ -205,6 +203,19 @@ func (g *Gateway) call(ctx context.Context, matchID string, msg any) (*Reply, er
 		}
 		backoff = min(2*backoff, time.Second)
 	}
+}
+
+// attempt is one request of call, bounded by RequestTimeout. When ctx ends
+// sooner anyway (an edge's request carries its own deadline of the same
+// length), ctx bounds the attempt as it is: a second context and timer per
+// request would change nothing but cost an allocation and a timer each.
+func (g *Gateway) attempt(ctx context.Context, matchID string, msg any) (any, error) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= g.cfg.RequestTimeout {
+		return g.cfg.Cluster.Request(ctx, matchID, MatchKind, msg)
+	}
+	rctx, cancel := context.WithTimeout(ctx, g.cfg.RequestTimeout)
+	defer cancel()
+	return g.cfg.Cluster.Request(rctx, matchID, MatchKind, msg)
 }
 
 var (
@@ -339,11 +350,12 @@ func (s *Seat) LastSeq() int64 { return s.lastSeq.Load() }
 
 // Intent submits an intent; the result and events arrive through the sink.
 func (s *Seat) Intent(ctx context.Context, intentID string, basedOnSeq int64, in protocol.Intent) error {
-	frame, err := protocol.EncodeClientFrame(&protocol.ClientIntent{IntentID: intentID, BasedOnSeq: basedOnSeq, Intent: in})
+	ci := &protocol.ClientIntent{IntentID: intentID, BasedOnSeq: basedOnSeq, Intent: in}
+	frame, err := protocol.EncodeClientFrame(ci)
 	if err != nil {
 		return fmt.Errorf("%w: encode intent: %w", ErrBadRequest, err)
 	}
-	return s.request(ctx, &SubmitIntent{Seat: s.seat, SessionID: s.pid.Id, Frame: frame})
+	return s.request(ctx, &SubmitIntent{Seat: s.seat, SessionID: s.pid.Id, Frame: frame, Decoded: ci})
 }
 
 // Resync asks for events from fromSeq or a snapshot, through the sink.

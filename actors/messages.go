@@ -1,6 +1,9 @@
 package actors
 
-import "github.com/matchgrain/matchgrain/actors/envelope"
+import (
+	"github.com/matchgrain/matchgrain/actors/envelope"
+	"github.com/matchgrain/matchgrain/protocol"
+)
 
 // MatchKind is the cluster kind of match grains.
 const MatchKind = "match"
@@ -32,6 +35,11 @@ type SubmitIntent struct {
 	Seat      int
 	SessionID string
 	Frame     []byte
+	// Decoded is Frame already decoded, set by the Seat that encoded Frame
+	// from it. It never crosses the wire (a remote grain decodes Frame):
+	// local delivery passes the value itself, so a grain on the seat's own
+	// member skips a second decode. Frame stays what is persisted.
+	Decoded *protocol.ClientIntent `msgpack:"-"`
 }
 
 // ResyncSeat asks for events from FromSeq (inclusive) or a snapshot.

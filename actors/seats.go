@@ -2,6 +2,7 @@ package actors
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -93,9 +94,8 @@ func (g *grain) onIntent(ctx actor.Context, m *SubmitIntent) {
 }
 
 func (g *grain) handleIntent(ctx actor.Context, a *attachment, m *SubmitIntent) (ReplyCode, string) {
-	f, err := protocol.DecodeClientFrame(m.Frame)
-	ci, ok := f.(*protocol.ClientIntent)
-	if err != nil || !ok || ci.Intent == nil {
+	ci, err := submittedIntent(m)
+	if err != nil {
 		// The edge validated this frame; a failure here is a bug upstream.
 		g.log.Warn("undecodable intent frame from edge", "seat", m.Seat, "err", err)
 		return ReplyBadRequest, "undecodable intent frame"
@@ -137,6 +137,24 @@ func (g *grain) handleIntent(ctx actor.Context, a *attachment, m *SubmitIntent) 
 	return ReplyOK, ""
 }
 
+// submittedIntent is m's intent: the value a local Seat passed along with
+// the frame it encoded from it, or else (a remote edge, a bot) the frame
+// decoded here.
+func submittedIntent(m *SubmitIntent) (*protocol.ClientIntent, error) {
+	if ci := m.Decoded; ci != nil && ci.Intent != nil {
+		return ci, nil
+	}
+	f, err := protocol.DecodeClientFrame(m.Frame)
+	if err != nil {
+		return nil, fmt.Errorf("decode intent frame: %w", err)
+	}
+	ci, ok := f.(*protocol.ClientIntent)
+	if !ok || ci.Intent == nil {
+		return nil, fmt.Errorf("intent frame holds %T, not an intent", f)
+	}
+	return ci, nil
+}
+
 // precheck applies the checks that come before the engine (docs/protocol.md §4.3).
 func (g *grain) precheck(seat int, ci *protocol.ClientIntent) (protocol.IntentRejectCode, string) {
 	if g.engine.IsFinished() {
@@ -173,6 +191,9 @@ func (g *grain) sendResult(ctx actor.Context, a *attachment, r protocol.ServerIn
 // to every attached seat, each through its own projection. A seat gets the
 // whole batch range even when it may see none of its events (docs/protocol.md §9.4).
 func (g *grain) broadcast(ctx actor.Context, evs []protocol.EventEnvelope, seat int, res *protocol.ServerIntentResult, deciderChanged bool) {
+	// The clock is public and the same for every seat: encoded once, its
+	// bytes shared (sinks never modify frames).
+	var clock *OutFrame
 	for s, a := range g.seats {
 		if a == nil {
 			continue
@@ -185,7 +206,11 @@ func (g *grain) broadcast(ctx actor.Context, evs []protocol.EventEnvelope, seat 
 			frames = append(frames, g.batchFrame(s, evs))
 		}
 		if deciderChanged || g.engine.IsFinished() {
-			frames = append(frames, g.clockFrame())
+			if clock == nil {
+				f := g.clockFrame()
+				clock = &f
+			}
+			frames = append(frames, *clock)
 		}
 		if len(frames) > 0 {
 			ctx.Send(a.pid, envelope.Wrap(&SeatFrames{Epoch: g.epoch, Frames: frames}))

@@ -126,33 +126,67 @@ func TestLimiterAbuse(t *testing.T) {
 
 func TestOutboxBounds(t *testing.T) {
 	o := newOutbox(3, 10)
-	if !o.push([]byte("abcd"), []byte("efg")) {
-		t.Fatal("push within bounds refused")
+	push := func(frames ...[]byte) bool {
+		ok, _ := o.push(frames...)
+		return ok
 	}
-	if o.push([]byte("abcd")) {
+	if ok, start := o.push([]byte("abcd"), []byte("efg")); !ok || !start {
+		t.Fatalf("first push = %v, %v; want accepted and a writer to start", ok, start)
+	}
+	if push([]byte("abcd")) {
 		t.Fatal("push over the byte bound accepted")
 	}
-	if !o.push([]byte("x")) {
-		t.Fatal("push within bounds refused")
+	if ok, start := o.push([]byte("x")); !ok || start {
+		t.Fatalf("push = %v, %v; want accepted, no second writer", ok, start)
 	}
-	if o.push([]byte("y")) {
+	if push([]byte("y")) {
 		t.Fatal("push over the frame bound accepted")
-	}
-	select {
-	case <-o.ready:
-	default:
-		t.Fatal("no ready signal")
 	}
 	got := o.take(nil)
 	if len(got) != 3 || string(got[0]) != "abcd" || string(got[2]) != "x" {
 		t.Fatalf("take = %q", got)
 	}
-	if !o.push([]byte("0123456789")) {
+	if !push([]byte("0123456789")) {
 		t.Fatal("queue not emptied by take")
 	}
 	o.close()
-	if !o.push([]byte("late")) || len(o.take(nil)) != 0 {
+	if !push([]byte("late")) || len(o.take(nil)) != 0 {
 		t.Fatal("closed outbox queued a frame")
+	}
+}
+
+// TestOutboxWriterTurns checks the hand-over between writer turns: one
+// writer at a time, a release only with an empty queue and no stop, and a
+// claim after stop finds either the running writer or starts one.
+func TestOutboxWriterTurns(t *testing.T) {
+	o := newOutbox(10, 100)
+	stop := make(chan struct{})
+	if !o.claim() {
+		t.Fatal("claim with no writer running refused")
+	}
+	if o.claim() {
+		t.Fatal("second claim granted while a writer runs")
+	}
+	if _, start := o.push([]byte("a")); start {
+		t.Fatal("push started a writer while one runs")
+	}
+	if o.release(stop) {
+		t.Fatal("writer released with a frame queued")
+	}
+	o.take(nil)
+	if !o.release(stop) {
+		t.Fatal("writer with an empty queue not released")
+	}
+	if _, start := o.push([]byte("b")); !start {
+		t.Fatal("push after a release did not start a writer")
+	}
+	o.take(nil)
+	close(stop)
+	if o.release(stop) {
+		t.Fatal("writer released after stop: nobody would say goodbye")
+	}
+	if o.claim() {
+		t.Fatal("claim granted while the goodbye writer runs")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"sync"
@@ -13,9 +14,12 @@ import (
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
-// session is one client connection, the same for WebSocket and TCP. It runs
-// two goroutines: the reader (handshake, then one frame at a time, calls into
-// the Seat) and the writer (drains the outbox, sends pings, says goodbye).
+// session is one client connection, the same for WebSocket and TCP. Its
+// reader goroutine (handshake, then one frame at a time, calls into the Seat)
+// runs for the connection's life; its writer goroutine (drains the outbox,
+// says goodbye) runs only while there is something to write, and a timer
+// queues the heartbeat pings, so an idle connection costs one goroutine, not
+// two. Writers never overlap: the outbox hands the turn from one to the next.
 // Everything else reaches it through shutdown, which is idempotent.
 //
 // Lock order: dlMu, then outbox.mu. No lock is held while calling the Seat
@@ -34,7 +38,11 @@ type session struct {
 	closeOnce sync.Once
 	reason    CloseReason // written once, before closing is closed
 
-	writerDone  chan struct{}
+	writerDone  chan struct{} // closed by the writer that ends for good
+	batch       [][]byte      // the running writer's batch; reused across turns
+	hb          atomic.Pointer[time.Timer]
+	pingedFor   atomic.Int64 // lastFrame of the last idle ping
+	pingNonce   atomic.Int64
 	established atomic.Bool  // handshake complete
 	lastFrame   atomic.Int64 // Unix nanoseconds of the last client frame
 	seat        atomic.Pointer[seatRef]
@@ -83,8 +91,21 @@ func (s *session) shutdown(r CloseReason) {
 			s.out.close()
 			s.t.close()
 		}
+		// The writer says goodbye (or, if abortive, just ends) and closes
+		// writerDone; start one if none runs.
+		s.kickWriter()
 	})
 }
+
+// kickWriter starts a writer goroutine unless one runs.
+func (s *session) kickWriter() {
+	if s.out.claim() {
+		s.startWriter()
+	}
+}
+
+// startWriter starts a writer; the caller won the turn (outbox.claim or push).
+func (s *session) startWriter() { go s.writeLoop() }
 
 func (s *session) isClosing() bool {
 	select {
@@ -112,9 +133,13 @@ func (s *session) lastSeq() int64 {
 // Deliver implements SeatSink: it queues frames for the writer and never
 // blocks. A full queue means the client is not reading: drop it.
 func (s *session) Deliver(frames [][]byte) {
-	if !s.out.push(frames...) {
+	ok, start := s.out.push(frames...)
+	if !ok {
 		s.shutdown(ReasonSlowConsumer)
 		return
+	}
+	if start {
+		s.startWriter()
 	}
 	s.srv.metrics.observeOutbound(frames)
 }
@@ -139,8 +164,13 @@ func (s *session) send(f protocol.ServerFrame) {
 		s.shutdown(ReasonInternal)
 		return
 	}
-	if !s.out.push(b) {
+	ok, start := s.out.push(b)
+	if !ok {
 		s.shutdown(ReasonSlowConsumer)
+		return
+	}
+	if start {
+		s.startWriter()
 	}
 }
 
@@ -403,42 +433,70 @@ func (s *session) finishRead() {
 	s.srv.sessionDone(s)
 }
 
-// writeLoop is the writer goroutine.
+// writeLoop is one turn of the writer goroutine: it writes batches until
+// the queue is empty, then ends (a later push starts the next turn), or,
+// once the session is closing, says goodbye and ends for good.
 func (s *session) writeLoop() {
-	defer close(s.writerDone)
-	var batch [][]byte
-	hb := time.NewTimer(s.cfg.HeartbeatIdle)
-	defer hb.Stop()
-	var pingedFor int64
-	var nonce int64
 	for {
-		select {
-		case <-s.out.ready:
-			batch = s.out.take(batch)
-			if !s.write(batch) {
+		if s.isClosing() {
+			s.goodbye(s.batch)
+			s.endWriter()
+			return
+		}
+		s.batch = s.out.take(s.batch)
+		if len(s.batch) == 0 {
+			if s.out.release(s.closing) {
 				return
 			}
-			clear(batch)
-		case now := <-hb.C:
-			next := s.cfg.HeartbeatIdle
-			if s.established.Load() {
-				last := s.lastFrame.Load()
-				idle := time.Duration(now.UnixNano() - last)
-				switch {
-				case idle < s.cfg.HeartbeatIdle:
-					next = s.cfg.HeartbeatIdle - idle
-				case pingedFor != last:
-					pingedFor = last
-					nonce++
-					s.send(&protocol.ServerPing{Nonce: nonce, ServerTimeMs: now.UnixMilli()})
-				}
-			}
-			hb.Reset(next)
-		case <-s.closing:
-			s.goodbye(batch)
+			continue
+		}
+		ok := s.write(s.batch)
+		clear(s.batch)
+		if !ok {
+			s.endWriter()
 			return
 		}
 	}
+}
+
+// endWriter ends the last writer: the outbox keeps counting it as running,
+// so no other starts, and the reader may close the socket.
+func (s *session) endWriter() {
+	if t := s.hb.Load(); t != nil {
+		t.Stop()
+	}
+	s.batch = nil
+	close(s.writerDone)
+}
+
+// startHeartbeat arms the idle-ping timer. Its callback runs on a timer
+// goroutine only when due, instead of a writer goroutine waiting for it.
+func (s *session) startHeartbeat() {
+	// Stored before it is armed, so that the callback always finds it.
+	t := time.AfterFunc(math.MaxInt64, s.heartbeat)
+	s.hb.Store(t)
+	t.Reset(s.cfg.HeartbeatIdle)
+}
+
+// heartbeat queues a ServerPing when the client has been silent for
+// HeartbeatIdle (once per silence) and re-arms itself.
+func (s *session) heartbeat() {
+	if s.isClosing() {
+		return
+	}
+	next := s.cfg.HeartbeatIdle
+	if s.established.Load() {
+		now := time.Now()
+		last := s.lastFrame.Load()
+		idle := time.Duration(now.UnixNano() - last)
+		switch {
+		case idle < s.cfg.HeartbeatIdle:
+			next = s.cfg.HeartbeatIdle - idle
+		case s.pingedFor.Swap(last) != last:
+			s.send(&protocol.ServerPing{Nonce: s.pingNonce.Add(1), ServerTimeMs: now.UnixMilli()})
+		}
+	}
+	s.hb.Load().Reset(next)
 }
 
 // write sends a batch; on failure it drops the connection.

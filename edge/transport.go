@@ -48,17 +48,21 @@ var (
 )
 
 // wsReadStart is a WebSocket reader's first buffer size; it grows by
-// doubling up to protocol.MaxFrameBytes+1 and is dropped after an unusually
-// large frame, so idle connections hold little memory.
+// doubling up to protocol.MaxFrameBytes+1. Buffers come from wsReadBufs for
+// one frame and go back when the next read starts, so a connection waiting
+// for its next frame holds none; one grown past wsReadKeep by an unusually
+// large frame is dropped instead.
 const (
 	wsReadStart = 512
 	wsReadKeep  = 64 << 10
 )
 
+var wsReadBufs = sync.Pool{New: func() any { b := make([]byte, 0, wsReadStart); return &b }}
+
 type wsTransport struct {
 	c         *websocket.Conn
 	cork      *corkConn // c's socket; nil when c was not made by serveGame
-	buf       []byte
+	buf       *[]byte   // the last frame's buffer, from wsReadBufs
 	closeOnce sync.Once
 }
 
@@ -73,6 +77,7 @@ func newWSTransport(c *websocket.Conn, cork *corkConn) *wsTransport {
 // MaxFrameBytes+1 bytes of the message bounds memory by the same number, and
 // nothing is decoded before the size is known to be within the limit.
 func (t *wsTransport) readFrame() ([]byte, error) {
+	t.releaseBuf() // the last frame was valid until this call
 	mt, r, err := t.c.NextReader()
 	if err != nil {
 		return nil, err
@@ -80,10 +85,8 @@ func (t *wsTransport) readFrame() ([]byte, error) {
 	if mt != websocket.BinaryMessage {
 		return nil, errNotBinary
 	}
-	buf := t.buf[:0]
-	if cap(buf) == 0 {
-		buf = make([]byte, 0, wsReadStart)
-	}
+	t.buf = wsReadBufs.Get().(*[]byte)
+	buf := (*t.buf)[:0]
 	for {
 		if len(buf) == cap(buf) {
 			if len(buf) > protocol.MaxFrameBytes {
@@ -95,6 +98,7 @@ func (t *wsTransport) readFrame() ([]byte, error) {
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
+		*t.buf = buf[:0] // keeps what it grew to
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -105,15 +109,21 @@ func (t *wsTransport) readFrame() ([]byte, error) {
 	if len(buf) > protocol.MaxFrameBytes {
 		return nil, fmt.Errorf("%w: websocket message over %d bytes", protocol.ErrFrameTooLarge, protocol.MaxFrameBytes)
 	}
-	if cap(buf) <= wsReadKeep {
-		t.buf = buf[:0]
-	} else {
-		t.buf = nil
-	}
 	if len(buf) == 0 {
 		return nil, errEmptyFrame
 	}
 	return buf, nil
+}
+
+// releaseBuf gives the last frame's buffer back to the pool.
+func (t *wsTransport) releaseBuf() {
+	if t.buf == nil {
+		return
+	}
+	if cap(*t.buf) <= wsReadKeep {
+		wsReadBufs.Put(t.buf)
+	}
+	t.buf = nil
 }
 
 func (t *wsTransport) setReadDeadline(d time.Time) error {
