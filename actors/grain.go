@@ -352,7 +352,7 @@ func (g *grain) commit(ctx actor.Context, e logEntry) ([]protocol.EventEnvelope,
 // cannot know whether the write landed, and its memory is ahead of what it
 // can prove durable, so it halts and a fresh activation rebuilds from the log.
 func (g *grain) persist(ctx actor.Context, e logEntry, evs []protocol.EventEnvelope) bool {
-	payload, err := encodeInternal(e)
+	payload, err := encodeLogEntry(e)
 	if err != nil {
 		g.log.Error("encode log entry", "err", err)
 		g.halt(ctx)
