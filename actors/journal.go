@@ -1,7 +1,9 @@
 package actors
 
 import (
+	"bytes"
 	"fmt"
+	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -75,4 +77,90 @@ func decodeInternal(b []byte, v any) error {
 		return fmt.Errorf("decode %T: %w", v, err)
 	}
 	return nil
+}
+
+// encodeLogEntry is encodeInternal(e) without reflection, for the one entry
+// every accepted intent writes. The bytes are the durable log's format, so
+// they must stay exactly what msgpack.Marshal(e) writes: the same map, keys,
+// field order, omitted empty fields and integer widths (a uint8 and an int64
+// at their fixed widths, ints compact). TestEncodeLogEntryMatchesMarshal
+// checks that over every kind of entry; a field added to logEntry must be
+// added here too, and the test fails until it is.
+func encodeLogEntry(e logEntry) ([]byte, error) {
+	buf := logBufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	enc := msgpack.GetEncoder()
+	enc.Reset(buf)
+	err := writeLogEntry(enc, &e)
+	enc.Reset(nil) // the pooled encoder must not keep the pooled buffer
+	msgpack.PutEncoder(enc)
+	var out []byte
+	if err == nil {
+		out = bytes.Clone(buf.Bytes()) // the store keeps the payload: the buffer goes back
+	}
+	if buf.Cap() <= maxPooledLogBuf {
+		logBufPool.Put(buf)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("encode log entry: %w", err)
+	}
+	return out, nil
+}
+
+// maxPooledLogBuf keeps a rare huge entry's buffer out of the pool.
+const maxPooledLogBuf = 16 << 10
+
+var logBufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func writeLogEntry(enc *msgpack.Encoder, e *logEntry) error {
+	n := 3
+	for _, set := range [...]bool{e.IntentID != "", len(e.Frame) > 0, e.Loser != 0, e.Reason != 0, e.Present} {
+		if set {
+			n++
+		}
+	}
+	errs := [...]error{
+		enc.EncodeMapLen(n),
+		enc.EncodeString("k"), enc.EncodeUint8(uint8(e.Kind)),
+		enc.EncodeString("t"), enc.EncodeInt64(e.At),
+		enc.EncodeString("p"), enc.EncodeInt(int64(e.Seat)),
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	if e.IntentID != "" {
+		if err := encodeField(enc, "i", func() error { return enc.EncodeString(e.IntentID) }); err != nil {
+			return err
+		}
+	}
+	if len(e.Frame) > 0 {
+		if err := encodeField(enc, "f", func() error { return enc.EncodeBytes(e.Frame) }); err != nil {
+			return err
+		}
+	}
+	if e.Loser != 0 {
+		if err := encodeField(enc, "l", func() error { return enc.EncodeInt(int64(e.Loser)) }); err != nil {
+			return err
+		}
+	}
+	if e.Reason != 0 {
+		if err := encodeField(enc, "r", func() error { return enc.EncodeInt(int64(e.Reason)) }); err != nil {
+			return err
+		}
+	}
+	if e.Present {
+		if err := encodeField(enc, "o", func() error { return enc.EncodeBool(true) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func encodeField(enc *msgpack.Encoder, key string, value func() error) error {
+	if err := enc.EncodeString(key); err != nil {
+		return err
+	}
+	return value()
 }

@@ -112,6 +112,49 @@ func TestNodeSingleMember(t *testing.T) {
 		}
 	})
 
+	// A cached PID on this member takes Request's local path; a stale one
+	// (its activation stopped) must answer with a dead letter, be dropped
+	// from the cache and the request re-activate the grain.
+	t.Run("stale local PID", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		pid, ok := node.Cluster().PidCache.Get("req", counterKindName)
+		if !ok || pid.Address != node.Self() {
+			t.Fatalf("cached PID %v (found %v), want one on %s", pid, ok, node.Self())
+		}
+		if err := node.System().Root.StopFuture(pid).Wait(); err != nil {
+			t.Fatal(err)
+		}
+		node.Cluster().PidCache.Set("req", counterKindName, pid) // as if the removal had not happened yet
+		v, err := node.Request(ctx, "req", counterKindName, &Get{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, ok := v.(*Count); !ok || c.N != 0 {
+			t.Fatalf("reply %#v, want a fresh counter", v)
+		}
+		if n := acts.count("req"); n != 2 {
+			t.Fatalf("%d activations, want 2", n)
+		}
+	})
+
+	// The local path waits on ctx too: a caller that gives up is not held
+	// for the attempt's timeout.
+	t.Run("local wait ends with ctx", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := node.Request(ctx, "slow", slowKindName, &Get{}); err != nil {
+			t.Fatal(err) // activates and caches the PID
+		}
+		short, cancel2 := context.WithTimeout(context.Background(), slowDelay/6)
+		defer cancel2()
+		_, err := node.Request(short, "slow", slowKindName, &Get{})
+		if !errors.Is(err, cluster.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Request = %v, want ErrUnavailable and DeadlineExceeded", err)
+		}
+		time.Sleep(2 * slowDelay) // let the slow grain finish its answer
+	})
+
 	t.Run("errors", func(t *testing.T) {
 		tests := []struct {
 			name     string

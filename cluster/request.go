@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/protobuf/proto"
@@ -111,6 +112,9 @@ func (n *Node) attempt(ctx context.Context, identity, kind, owner string, wire a
 	// The attempt goes to the cached PID if there is one, else to the owner.
 	target := owner
 	if pid, ok := n.c.PidCache.Get(identity, kind); ok {
+		if pid.Address == n.system.Address() {
+			return n.attemptLocal(ctx, identity, kind, pid, wire, timeout)
+		}
 		target = pid.Address
 	}
 	lost := n.memberLost()
@@ -141,6 +145,72 @@ func (n *Node) attempt(ctx context.Context, identity, kind, owner string, wire a
 		}
 	}
 }
+
+// attemptLocal is attempt for a grain whose cached PID is on this member:
+// what protoactor's Request would do with that PID (one send, wait for the
+// reply, drop the cache entry on a timeout or dead letter), without its
+// per-call goroutine, timeout context, future process, condition variable
+// and eager debug-log arguments. Nothing needs resolving, so nothing can
+// block: the wait itself selects on ctx, the attempt's timeout and the
+// topology, like attempt. Routing is unchanged (the cached PID is the one
+// protoactor would use) and so is the guarantee of one writer per match,
+// which rests on the store's fence, not on where a request is delivered
+// (docs/cluster.md §3.4).
+func (n *Node) attemptLocal(ctx context.Context, identity, kind string, pid *actor.PID, wire any, timeout time.Duration) (v any, retry bool, err error) {
+	reg := n.system.ProcessRegistry
+	rp := &replyProcess{ch: make(chan any, 1)}
+	self, ok := reg.Add(rp, "future"+reg.NextId())
+	if !ok {
+		return nil, true, fmt.Errorf("cluster: reply id for %s/%s already taken", kind, identity)
+	}
+	defer reg.Remove(self)
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	lost := n.memberLost()
+	n.system.Root.RequestWithCustomSender(pid, wire, self)
+	for {
+		select {
+		case resp := <-rp.ch:
+			if _, dead := resp.(*actor.DeadLetterResponse); dead {
+				n.c.PidCache.Remove(identity, kind)
+				return nil, true, fmt.Errorf("cluster: grain %s/%s: %w", kind, identity, actor.ErrDeadLetter)
+			}
+			return n.unwrapReply(identity, kind, resp)
+		case <-t.C:
+			n.c.PidCache.Remove(identity, kind)
+			return nil, true, fmt.Errorf("cluster: grain %s/%s: %w", kind, identity, actor.ErrTimeout)
+		case <-lost:
+			if n.hasMember(pid.Address) {
+				lost = n.memberLost()
+				continue
+			}
+			return nil, true, fmt.Errorf("%w: %s", errMemberLost, pid.Address)
+		case <-ctx.Done():
+			return nil, true, ctx.Err()
+		}
+	}
+}
+
+// replyProcess receives the one reply of an attemptLocal. Only the first
+// message counts; a late or second one (a duplicate reply, a dead letter
+// after the reply) is dropped instead of blocking the sender.
+type replyProcess struct{ ch chan any }
+
+var _ actor.Process = (*replyProcess)(nil)
+
+// SendUserMessage implements actor.Process.
+func (p *replyProcess) SendUserMessage(_ *actor.PID, message any) {
+	select {
+	case p.ch <- actor.UnwrapEnvelopeMessage(message):
+	default:
+	}
+}
+
+// SendSystemMessage implements actor.Process; a reply never is one.
+func (p *replyProcess) SendSystemMessage(*actor.PID, any) {}
+
+// Stop implements actor.Process; attemptLocal removes the process itself.
+func (p *replyProcess) Stop(*actor.PID) {}
 
 // unwrapReply turns a grain reply into the caller's value or error.
 func (n *Node) unwrapReply(identity, kind string, resp any) (v any, retry bool, err error) {

@@ -1,0 +1,96 @@
+package actors
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// TestWorkerDispatcherNeverQueues: batches that block (a grain waiting for
+// its durable append) never hold up others, however many there are.
+func TestWorkerDispatcherNeverQueues(t *testing.T) {
+	d := newWorkerDispatcher(300, 4, 50*time.Millisecond)
+	const n = 64
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	started.Add(n)
+	var done sync.WaitGroup
+	done.Add(n)
+	for range n {
+		d.Schedule(func() {
+			started.Done()
+			<-release
+			done.Done()
+		})
+	}
+	waitOrFail(t, &started, "all blocking batches to start")
+	close(release)
+	waitOrFail(t, &done, "all batches to finish")
+
+	// Parked goroutines are bounded and leave when idle.
+	deadline := time.Now().Add(5 * time.Second)
+	for d.idle.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines still parked after the idle time", d.idle.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// A parked goroutine takes the next batch.
+	var again sync.WaitGroup
+	again.Add(2)
+	d.Schedule(again.Done)
+	time.Sleep(10 * time.Millisecond)
+	if d.idle.Load() != 1 {
+		t.Fatalf("%d parked after one batch, want 1", d.idle.Load())
+	}
+	d.Schedule(again.Done)
+	waitOrFail(t, &again, "batches on a parked goroutine")
+}
+
+func waitOrFail(t *testing.T, wg *sync.WaitGroup, what string) {
+	t.Helper()
+	ch := make(chan struct{})
+	go func() { wg.Wait(); close(ch) }()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+//go:noinline
+func useStack(depth int) byte {
+	var pad [256]byte
+	if depth == 0 {
+		return pad[0]
+	}
+	pad[depth%256] = byte(depth)
+	return useStack(depth-1) + pad[(depth+1)%256]
+}
+
+// BenchmarkDispatcher runs batches that need about 24 KiB of stack, like a
+// grain's intent path, through protoactor's default dispatcher (a new
+// goroutine each) and through workerDispatcher.
+func BenchmarkDispatcher(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		d    actor.Dispatcher
+	}{
+		{"goroutine", actor.NewDefaultDispatcher(300)},
+		{"worker", newWorkerDispatcher(300, 256, time.Second)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			done := make(chan struct{}, 1)
+			fn := func() { useStack(80); done <- struct{}{} }
+			b.ReportAllocs()
+			for b.Loop() {
+				c.d.Schedule(fn)
+				<-done
+			}
+			runtime.GC()
+		})
+	}
+}
