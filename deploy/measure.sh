@@ -99,8 +99,21 @@ run_all() {
 				--warmup "$wu" --duration "$dur" --json >"$work/$w.json" || true ;;
 		idle*)
 			"$work/matchctl" load --server "$server" --token "$token" --idle "$idle" --idle-hold "$hold" \
-				--json >"$work/$w.json" || true
-			[[ -n "$prof" ]] && curl -s -o "$prof/$w.heap.pprof" "$debug/debug/pprof/heap" ;;
+				--json >"$work/$w.json" &
+			local load_pid=$!
+			# The heap profile is of the node while it holds every session
+			# (after matchctl exits they are closed): wait until the edge
+			# counts them all open, then take it.
+			if [[ -n "$prof" ]]; then
+				for _ in $(seq 1500); do
+					kill -0 "$load_pid" 2>/dev/null || break
+					open_now=$(curl -s -H "Authorization: Bearer $token" "$server/metrics" |
+						awk '/^matchgrain_edge_connections[{ ]/ {n += $NF} END {print n + 0}')
+					((open_now >= idle)) && { curl -s -o "$prof/$w.heap.pprof" "$debug/debug/pprof/heap?gc=1"; break; }
+					sleep 0.2
+				done
+			fi
+			wait "$load_pid" || true ;;
 		esac
 		[[ -n "${prof_pid:-}" ]] && { wait "$prof_pid" 2>/dev/null || true; prof_pid=; }
 		kill "$node_pid"
