@@ -148,6 +148,12 @@ func TestChaosRollingRestart(t *testing.T) {
 	procs := []*proc{startProc(t, "a", common...)}
 	procs = append(procs, startProc(t, "b", append(common, "--join", procs[0].gossip)...))
 	procs = append(procs, startProc(t, "c", append(common, "--join", procs[0].gossip)...))
+	// A match without a new log entry for 30 s is stuck (bots move every
+	// few tens of ms, a handover takes seconds): diagnose it at once.
+	watch := newProgressWatch(t, schema, 30*time.Second)
+	for _, p := range procs {
+		watch.addProc(p)
+	}
 	lb := newBalancer(t, procs[0].http, procs[1].http, procs[2].http)
 	// No keep-alive: every API call is a new connection the balancer routes.
 	hc := &http.Client{Transport: retryCut{&http.Transport{DisableKeepAlives: true}}, Timeout: 10 * time.Second}
@@ -170,6 +176,7 @@ func TestChaosRollingRestart(t *testing.T) {
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
+	go watch.run(ctx)
 	quiet := slog.New(slog.DiscardHandler)
 	for w := range workers {
 		wg.Add(1)
@@ -177,11 +184,16 @@ func TestChaosRollingRestart(t *testing.T) {
 			defer wg.Done()
 			for i := 0; !stop.Load() && ctx.Err() == nil; i++ {
 				seed := uint64(1000*w + i)
+				var matchID string // from the first line PlayMatch logs
 				mr, err := bots.PlayMatch(ctx, admin, bots.MatchOptions{
 					GameAddr: "ws://" + lb.addr() + "/game", Decks: [2]string{"S1", "S2"}, Seed: &seed,
 					BotSeed: seed, Timeout: 3 * time.Minute, Think: 20 * time.Millisecond, Logger: quiet,
 					Logf: func(format string, args ...any) {
 						line := fmt.Sprintf(format, args...)
+						if id, ok := strings.CutPrefix(line, "match "); ok && matchID == "" {
+							matchID, _, _ = strings.Cut(id, ":")
+						}
+						watch.botLine(matchID, line)
 						if strings.Contains(line, "server error 1: invalid ticket") {
 							mu.Lock()
 							ticketUsed++
@@ -225,6 +237,7 @@ func TestChaosRollingRestart(t *testing.T) {
 		t.Logf("%s drained and exited in %v", victim.name, took.Round(time.Millisecond))
 		seed := procs[(i+1)%len(procs)]
 		fresh := startProc(t, victim.name+"2", append(common, "--join", seed.gossip)...)
+		watch.addProc(fresh)
 		procs[i] = fresh
 		lb.add(fresh.http)
 		// Let the members' views take the new member in before the next stop.
@@ -238,8 +251,15 @@ func TestChaosRollingRestart(t *testing.T) {
 	}()
 	select {
 	case <-waited:
+	case <-watch.Stalled():
+		cancel()
+		<-waited
+		t.Fatalf("a match stopped moving during the rolling restart:\n%s", watch.Report())
 	case <-time.After(3 * time.Minute):
 		t.Fatal("bots did not finish their matches within 3 minutes after the restarts")
+	}
+	if r := watch.Report(); r != "" {
+		t.Fatalf("a match stopped moving during the rolling restart:\n%s", r)
 	}
 	mu.Lock()
 	defer mu.Unlock()
