@@ -546,6 +546,12 @@ func (a *seatActor) onFrames(f *SeatFrames) {
 	out := make([][]byte, 0, len(f.Frames))
 	last := s.lastSeq.Load()
 	for _, fr := range f.Frames {
+		if f.Initial && isHello(fr) && s.initialDone() {
+			// A second answer to this connection's attach (it was retried
+			// on a new activation after the first answer was lost): the
+			// client has its ServerHello; the state frames still count.
+			continue
+		}
 		if fr.ToSeq > 0 {
 			if !f.Initial && !f.Requested && fr.ToSeq <= last && isPushedEvents(fr) {
 				continue
@@ -566,7 +572,17 @@ func (a *seatActor) onFrames(f *SeatFrames) {
 	}
 }
 
-// isPushedEvents and isSnapshot look at the frame's union key: a
+// initialDone reports whether the first initial frames arrived.
+func (s *Seat) initialDone() bool {
+	select {
+	case <-s.initial:
+		return true
+	default:
+		return false
+	}
+}
+
+// isPushedEvents, isSnapshot and isHello look at the frame's union key: a
 // ServerEvents frame starts with the fixarray(2) byte 0x92 then key 2.
 func isPushedEvents(f OutFrame) bool {
 	return len(f.Data) > 1 && f.Data[1] == byte(protocol.ServerEventsKind)
@@ -574,4 +590,8 @@ func isPushedEvents(f OutFrame) bool {
 
 func isSnapshot(f OutFrame) bool {
 	return len(f.Data) > 1 && f.Data[1] == byte(protocol.ServerSnapshotKind)
+}
+
+func isHello(f OutFrame) bool {
+	return len(f.Data) > 1 && f.Data[1] == byte(protocol.ServerHelloKind)
 }

@@ -294,6 +294,36 @@ func TestGrainTicketIsSingleUse(t *testing.T) {
 	}
 }
 
+// An attach whose answer is lost after its ticket was recorded (here the
+// store's reply; in a cluster, the grain moving between the two) is retried
+// by the gateway for the same connection: the retry must open the seat,
+// while another connection presenting the same ticket stays refused.
+func TestGrainRetriedAttachKeepsItsTicket(t *testing.T) {
+	for _, sk := range storeKinds {
+		t.Run(sk.name, func(t *testing.T) {
+			tn := startTestNodeOn(t, fastTiming(), sk.open(t))
+			id := tn.create(t, 0)
+			tn.store.LoseReplyNext(persistence.MethodConsumeTicket, 1, nil)
+			req := SeatRequest{MatchID: id, Seat: 0, TicketID: "retried-" + sk.name, TicketExpires: time.Now().Add(time.Minute)}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			k := newFrameSink()
+			s, err := tn.gw.OpenSeat(ctx, req, k)
+			if err != nil {
+				t.Fatalf("open whose first ticket record lost its answer: %v, want the retry to succeed", err)
+			}
+			defer s.Close(false)
+			if n := tn.store.Calls(persistence.MethodConsumeTicket); n < 2 {
+				t.Fatalf("ticket consumed %d times, want the lost answer retried", n)
+			}
+			expectFrame[*protocol.ServerHello](t, k)
+			if _, err := tn.gw.OpenSeat(ctx, req, newFrameSink()); !errors.Is(err, ErrTicketUsed) {
+				t.Fatalf("another connection with the same ticket: %v, want ErrTicketUsed", err)
+			}
+		})
+	}
+}
+
 func TestGrainTakeoverDetachesOldSeat(t *testing.T) {
 	tn := startTestNode(t, fastTiming())
 	id := tn.create(t, 0)

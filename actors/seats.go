@@ -25,8 +25,11 @@ func (g *grain) onAttach(ctx actor.Context, m *AttachSeat) {
 		return
 	}
 	if !m.Reattach {
+		// The seat actor is the ticket's consumer: the same connection's
+		// attach, retried because its answer was lost while the match moved,
+		// finds its own record and goes on; any other use is refused.
 		sctx, cancel := g.storeCtx()
-		err := g.deps.Store.ConsumeTicket(sctx, m.TicketID, time.UnixMilli(m.TicketExpiresMs))
+		err := g.deps.Store.ConsumeTicket(sctx, m.TicketID, time.UnixMilli(m.TicketExpiresMs), m.SessionAddr+"/"+m.SessionID)
 		cancel()
 		if errors.Is(err, persistence.ErrTicketUsed) {
 			g.respond(ctx, &Reply{Code: ReplyTicketUsed, Message: "ticket already used"})
