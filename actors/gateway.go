@@ -191,6 +191,13 @@ func (g *Gateway) call(ctx context.Context, matchID string, msg any) (*Reply, er
 				return r, errReplaced
 			case ReplyBadRequest:
 				return r, fmt.Errorf("%w: %s", ErrBadRequest, r.Message)
+			case ReplyUnavailable:
+				// The activation that answered is stopping (fenced,
+				// superseded, refused): the retry must resolve the match
+				// again instead of reaching it through the cached PID.
+				if g.cfg.Forget != nil {
+					g.cfg.Forget(matchID)
+				}
 			}
 			err = fmt.Errorf("grain: %s", r.Message)
 		}
@@ -343,12 +350,12 @@ func (s *Seat) Intent(ctx context.Context, intentID string, basedOnSeq int64, in
 	if err != nil {
 		return fmt.Errorf("%w: encode intent: %w", ErrBadRequest, err)
 	}
-	return s.request(ctx, &SubmitIntent{Seat: s.seat, SessionID: s.pid.Id, Frame: frame})
+	return s.request(ctx, &SubmitIntent{Seat: s.seat, SessionID: s.pid.Id, Frame: frame, SeenEpoch: s.epoch.Load()})
 }
 
 // Resync asks for events from fromSeq or a snapshot, through the sink.
 func (s *Seat) Resync(ctx context.Context, fromSeq int64, full bool) error {
-	return s.request(ctx, &ResyncSeat{Seat: s.seat, SessionID: s.pid.Id, FromSeq: fromSeq, Full: full})
+	return s.request(ctx, &ResyncSeat{Seat: s.seat, SessionID: s.pid.Id, FromSeq: fromSeq, Full: full, SeenEpoch: s.epoch.Load()})
 }
 
 // request sends msg, re-attaching once if the grain no longer knows this
@@ -376,7 +383,7 @@ func (s *Seat) reattach(ctx context.Context) error {
 	}
 	_, err := s.gw.call(ctx, s.matchID, &AttachSeat{
 		Seat: s.seat, Reattach: true, ResumeFromSeq: s.lastSeq.Load(),
-		SessionAddr: s.pid.Address, SessionID: s.pid.Id,
+		SessionAddr: s.pid.Address, SessionID: s.pid.Id, SeenEpoch: s.epoch.Load(),
 	})
 	if errors.Is(err, errReplaced) {
 		s.detach(DetachReplaced)
@@ -466,9 +473,10 @@ func (g *Gateway) keepAlives() {
 func (g *Gateway) ping(matchID string, seats []*Seat) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*g.cfg.Timing.SeatKeepAlive)
 	defer cancel()
-	m := &SeatPing{Seat: seats[0].seat, SessionID: seats[0].pid.Id}
+	m := &SeatPing{Seat: seats[0].seat, SessionID: seats[0].pid.Id, SeenEpoch: seats[0].epoch.Load()}
 	for _, s := range seats[1:] {
 		m.More = append(m.More, PingedSeat{Seat: s.seat, SessionID: s.pid.Id})
+		m.SeenEpoch = max(m.SeenEpoch, s.epoch.Load())
 	}
 	r, err := g.call(ctx, matchID, m)
 	for i, s := range seats {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +31,9 @@ type testNode struct {
 	registry *prometheus.Registry
 	store    *persistence.FaultyStore
 	rules    Rules
+	// notOwner makes this member not own any match in its view
+	// (GrainDeps.Owns), as when its view moved the matches elsewhere.
+	notOwner atomic.Bool
 }
 
 func fastTiming() Timing {
@@ -90,6 +94,7 @@ func startTestNodeRules(t *testing.T, timing Timing, inner persistence.Store, ru
 	kind, err := NewMatchKind(GrainDeps{
 		Store: store, Rules: tn.rules, Timing: timing, Logger: log, Metrics: tn.metrics,
 		Owner: func() string { return tn.node.ID() },
+		Owns:  func(string) bool { return !tn.notOwner.Load() },
 	})
 	if err != nil {
 		t.Fatalf("match kind: %v", err)
@@ -105,6 +110,7 @@ func startTestNodeRules(t *testing.T, timing Timing, inner persistence.Store, ru
 	tn.gw, err = NewGateway(GatewayConfig{
 		System: tn.node.System(), Cluster: tn.node, Store: store, Rules: tn.rules, Timing: timing, Logger: log,
 		RequestTimeout: time.Second, ReattachTimeout: 5 * time.Second,
+		Forget: func(id string) { tn.node.ForgetPID(id, MatchKind) },
 	})
 	if err != nil {
 		t.Fatalf("gateway: %v", err)

@@ -24,6 +24,10 @@ type AttachSeat struct {
 	Reattach        bool
 	SessionAddr     string
 	SessionID       string
+	// SeenEpoch is the newest activation epoch the seat had frames from (a
+	// re-attach); an older activation that receives it knows it was
+	// superseded and stops. The same field on the seat's other messages.
+	SeenEpoch int64 `msgpack:",omitempty"`
 }
 
 // SubmitIntent carries one intent of an attached seat; Frame is the encoded
@@ -32,6 +36,7 @@ type SubmitIntent struct {
 	Seat      int
 	SessionID string
 	Frame     []byte
+	SeenEpoch int64 `msgpack:",omitempty"`
 }
 
 // ResyncSeat asks for events from FromSeq (inclusive) or a snapshot.
@@ -40,6 +45,7 @@ type ResyncSeat struct {
 	SessionID string
 	FromSeq   int64
 	Full      bool
+	SeenEpoch int64 `msgpack:",omitempty"`
 }
 
 // DetachSeat ends an attachment (the connection closed).
@@ -57,6 +63,8 @@ type SeatPing struct {
 	Seat      int
 	SessionID string
 	More      []PingedSeat
+	// SeenEpoch is the newest epoch any of the pinged seats had frames from.
+	SeenEpoch int64 `msgpack:",omitempty"`
 }
 
 // PingedSeat is one more seat of a SeatPing.

@@ -257,6 +257,14 @@ func (g *grain) onTick(ctx actor.Context) {
 	if g.state != stateRunning {
 		return
 	}
+	if g.deps.Owns != nil && !g.deps.Owns(g.id) {
+		// The match belongs to another member in this member's view (see
+		// GrainDeps.Owns); protoactor would stop this activation at a
+		// topology change, but not if the change came before it started.
+		g.log.Info("match owned elsewhere in this member's view: stopping this activation", "epoch", g.epoch)
+		g.halt(ctx)
+		return
+	}
 	now := g.now()
 	stale := now - keepAliveMisses*g.deps.Timing.SeatKeepAlive.Milliseconds()
 	for s, a := range g.seats {

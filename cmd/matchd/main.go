@@ -272,6 +272,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 				}
 				return nil
 			},
+			Owns: func(id string) bool { return node.OwnerAddress(id, actors.MatchKind) == node.Self() },
 		})
 		if err != nil {
 			return err
