@@ -77,6 +77,10 @@ type Config struct {
 	// Security encrypts and authenticates gossip and the remote; a member
 	// with a non-loopback address refuses to start without it (see Security).
 	Security Security
+	// Info is what this member tells a peer that asks (Node.Describe): its
+	// versions and build, for an operator's view of the whole cluster.
+	// The member's ID is added under InfoMember. Optional.
+	Info map[string]string
 	// Logger receives this package's logs, memberlist's (at their own level,
 	// ERR lines as WARN) and protoactor's (WARN and above only). Default
 	// slog.Default().

@@ -119,8 +119,9 @@ func startProcBuild(t *testing.T, name string, race bool, args ...string) *proc 
 
 // procOpts choose how startProcOpts starts a node.
 type procOpts struct {
-	secrets bool // pass the shared --admin-token and --ticket-key
-	race    bool // run the -race build
+	secrets bool   // pass the shared --admin-token and --ticket-key
+	race    bool   // run the -race build
+	bin     string // run this matchd binary instead (another build)
 }
 
 func startProcOpts(t *testing.T, name string, o procOpts, args ...string) *proc {
@@ -136,7 +137,11 @@ func startProcOpts(t *testing.T, name string, o procOpts, args ...string) *proc 
 	if o.secrets {
 		base = append(base, "--admin-token", testAdminToken, "--ticket-key", testTicketKey)
 	}
-	cmd := exec.Command(matchdBuild(t, o.race), append(base, args...)...)
+	exe := o.bin
+	if exe == "" {
+		exe = matchdBuild(t, o.race)
+	}
+	cmd := exec.Command(exe, append(base, args...)...)
 	// A -race binary sleeps 1 s before exiting by default; races are
 	// reported as they happen, so skip that wait.
 	cmd.Env = append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
