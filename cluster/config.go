@@ -233,6 +233,31 @@ func (fd FailureDetection) validate() error {
 	return nil
 }
 
+// earliestDeath is the shortest silence after which peers can declare a
+// member dead: a probe of it fails at the end of one probe interval (the
+// ack channel times out then; indirect probes run inside it), and the
+// suspicion then lasts at least SuspicionMult probe intervals (memberlist's
+// minimum, reached once enough peers confirm; its node-count scale is 1
+// below 10 members and only lengthens it above).
+func (fd FailureDetection) earliestDeath() time.Duration {
+	return time.Duration(1+fd.SuspicionMult) * fd.ProbeInterval
+}
+
+// stallThreshold is the stall after which a member quarantines itself
+// (cluster/stall.go): three quarters of earliestDeath, so that every stall
+// that can get it declared dead exceeds the threshold with a margin for
+// timer and scheduling slack, while stalls too short for any peer to act on
+// cost nothing. 1.2 s with the defaults, 3 s with 1 s probes.
+func (fd FailureDetection) stallThreshold() time.Duration {
+	return fd.earliestDeath() * 3 / 4
+}
+
+// StallThreshold is the stall after which a member with these settings
+// stops reclaiming and activating for a while (Node.Unsettled).
+func (fd FailureDetection) StallThreshold() time.Duration {
+	return fd.withDefaults().stallThreshold()
+}
+
 // worstDetection is a generous bound on the time memberlist needs to declare
 // a crashed member dead in a cluster of up to 1000 members.
 func (fd FailureDetection) worstDetection() time.Duration {

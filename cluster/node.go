@@ -89,8 +89,8 @@ func Start(cfg Config) (*Node, error) {
 		lost:    make(chan struct{}),
 		evicted: make(chan struct{}),
 		quit:    make(chan struct{}),
-		stall:   newStallWatch(log),
 	}
+	n.stall = newStallWatch(log, cfg.FailureDetection, func() int { return max(len(n.topo.Load().members)-1, 0) })
 	n.topo.Store(&topology{rdv: pcluster.NewRendezvous()})
 
 	protoLog := slog.New(quietHandler{inner: log.Handler(), min: slog.LevelWarn}).With(slog.String("lib", "protoactor"))
