@@ -358,16 +358,25 @@ func (s *Seat) Resync(ctx context.Context, fromSeq int64, full bool) error {
 	return s.request(ctx, &ResyncSeat{Seat: s.seat, SessionID: s.pid.Id, FromSeq: fromSeq, Full: full, SeenEpoch: s.epoch.Load()})
 }
 
-// request sends msg, re-attaching once if the grain no longer knows this
-// seat (it moved, or a new activation took over).
+// maxReattaches bounds the re-attaches of one request: during a rolling
+// restart a match can move twice within one request (the re-attach reaches
+// the draining owner just before it leaves, the retry its successor).
+const maxReattaches = 3
+
+// request sends msg, re-attaching if the grain no longer knows this seat (it
+// moved, or a new activation took over). A seat that stays unknown after
+// maxReattaches is reported unavailable: the client reconnects and resumes.
 func (s *Seat) request(ctx context.Context, msg any) error {
 	for attempt := 0; ; attempt++ {
 		if s.detached.Load() {
 			return ErrDetached
 		}
 		_, err := s.gw.call(ctx, s.matchID, msg)
-		if !errors.Is(err, errNotAttached) || attempt > 0 {
+		if !errors.Is(err, errNotAttached) {
 			return err
+		}
+		if attempt == maxReattaches {
+			return fmt.Errorf("%w: match %s: %w after %d re-attaches", ErrUnavailable, s.matchID, err, attempt)
 		}
 		if err := s.reattach(ctx); err != nil {
 			return err
