@@ -135,8 +135,20 @@ func TestGrainServesOnlyWhereOwned(t *testing.T) {
 	tn.notOwner.Store(true)
 	claims := tn.store.Calls(persistence.MethodClaim)
 	// The running activation stops at its next tick (every keep-alive,
-	// 100 ms here); every new one refuses before claiming.
-	time.Sleep(500 * time.Millisecond)
+	// 100 ms here); every new one refuses before claiming. A resync (it
+	// changes nothing) tells when the grain stopped serving.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rctx, rcancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		err := s1.Resync(rctx, 1, false)
+		rcancel()
+		if errors.Is(err, ErrUnavailable) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the activation still serves 10 s after its member stopped owning the match (resync: %v)", err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if err := s1.Intent(ctx, "elsewhere", 4, protocol.EndTurn{}); !errors.Is(err, ErrUnavailable) {
