@@ -57,10 +57,9 @@ fuzz-smoke:
 bench:
 	deploy/pg-throwaway.sh run -- $(GO) test -run '^$$' -bench . -benchmem ./protocol ./game ./persistence ./edge ./cluster ./actors/envelope
 
-## chaos-smoke: the multi-process kill tests only, with the opt-in one (the
-## rolling restart).
+## chaos-smoke: the multi-process kill tests only (cluster and cmd/), verbose.
 chaos-smoke:
-	MATCHGRAIN_CHAOS_ROLLING=1 deploy/pg-throwaway.sh run --fast -- $(GO) test -count=1 -run 'TestChaos|TestCluster' -v ./cluster ./cmd/...
+	deploy/pg-throwaway.sh run --fast -- $(GO) test -count=1 -run 'TestChaos|TestCluster' -v ./cluster ./cmd/...
 
 ## flake-hunt: the timing-sensitive packages FLAKE_COUNT times in a row under
 ## -race (go test -count), stopping at the first failure, to catch tests that

@@ -189,6 +189,13 @@ func (g *Gateway) call(ctx context.Context, matchID string, msg any) (*Reply, er
 				return r, errReplaced
 			case ReplyBadRequest:
 				return r, fmt.Errorf("%w: %s", ErrBadRequest, r.Message)
+			case ReplyUnavailable:
+				// The activation that answered is stopping (fenced,
+				// superseded, refused): the retry must resolve the match
+				// again instead of reaching it through the cached PID.
+				if g.cfg.Forget != nil {
+					g.cfg.Forget(matchID)
+				}
 			}
 			err = fmt.Errorf("grain: %s", r.Message)
 		}
@@ -355,24 +362,33 @@ func (s *Seat) Intent(ctx context.Context, intentID string, basedOnSeq int64, in
 	if err != nil {
 		return fmt.Errorf("%w: encode intent: %w", ErrBadRequest, err)
 	}
-	return s.request(ctx, &SubmitIntent{Seat: s.seat, SessionID: s.pid.Id, Frame: frame, Decoded: ci})
+	return s.request(ctx, &SubmitIntent{Seat: s.seat, SessionID: s.pid.Id, Frame: frame, Decoded: ci, SeenEpoch: s.epoch.Load()})
 }
 
 // Resync asks for events from fromSeq or a snapshot, through the sink.
 func (s *Seat) Resync(ctx context.Context, fromSeq int64, full bool) error {
-	return s.request(ctx, &ResyncSeat{Seat: s.seat, SessionID: s.pid.Id, FromSeq: fromSeq, Full: full})
+	return s.request(ctx, &ResyncSeat{Seat: s.seat, SessionID: s.pid.Id, FromSeq: fromSeq, Full: full, SeenEpoch: s.epoch.Load()})
 }
 
-// request sends msg, re-attaching once if the grain no longer knows this
-// seat (it moved, or a new activation took over).
+// maxReattaches bounds the re-attaches of one request: during a rolling
+// restart a match can move twice within one request (the re-attach reaches
+// the draining owner just before it leaves, the retry its successor).
+const maxReattaches = 3
+
+// request sends msg, re-attaching if the grain no longer knows this seat (it
+// moved, or a new activation took over). A seat that stays unknown after
+// maxReattaches is reported unavailable: the client reconnects and resumes.
 func (s *Seat) request(ctx context.Context, msg any) error {
 	for attempt := 0; ; attempt++ {
 		if s.detached.Load() {
 			return ErrDetached
 		}
 		_, err := s.gw.call(ctx, s.matchID, msg)
-		if !errors.Is(err, errNotAttached) || attempt > 0 {
+		if !errors.Is(err, errNotAttached) {
 			return err
+		}
+		if attempt == maxReattaches {
+			return fmt.Errorf("%w: match %s: %w after %d re-attaches", ErrUnavailable, s.matchID, err, attempt)
 		}
 		if err := s.reattach(ctx); err != nil {
 			return err
@@ -388,7 +404,7 @@ func (s *Seat) reattach(ctx context.Context) error {
 	}
 	_, err := s.gw.call(ctx, s.matchID, &AttachSeat{
 		Seat: s.seat, Reattach: true, ResumeFromSeq: s.lastSeq.Load(),
-		SessionAddr: s.pid.Address, SessionID: s.pid.Id,
+		SessionAddr: s.pid.Address, SessionID: s.pid.Id, SeenEpoch: s.epoch.Load(),
 	})
 	if errors.Is(err, errReplaced) {
 		s.detach(DetachReplaced)
@@ -478,9 +494,10 @@ func (g *Gateway) keepAlives() {
 func (g *Gateway) ping(matchID string, seats []*Seat) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*g.cfg.Timing.SeatKeepAlive)
 	defer cancel()
-	m := &SeatPing{Seat: seats[0].seat, SessionID: seats[0].pid.Id}
+	m := &SeatPing{Seat: seats[0].seat, SessionID: seats[0].pid.Id, SeenEpoch: seats[0].epoch.Load()}
 	for _, s := range seats[1:] {
 		m.More = append(m.More, PingedSeat{Seat: s.seat, SessionID: s.pid.Id})
+		m.SeenEpoch = max(m.SeenEpoch, s.epoch.Load())
 	}
 	r, err := g.call(ctx, matchID, m)
 	for i, s := range seats {
@@ -558,6 +575,12 @@ func (a *seatActor) onFrames(f *SeatFrames) {
 	out := make([][]byte, 0, len(f.Frames))
 	last := s.lastSeq.Load()
 	for _, fr := range f.Frames {
+		if f.Initial && isHello(fr) && s.initialDone() {
+			// A second answer to this connection's attach (it was retried
+			// on a new activation after the first answer was lost): the
+			// client has its ServerHello; the state frames still count.
+			continue
+		}
 		if fr.ToSeq > 0 {
 			if !f.Initial && !f.Requested && fr.ToSeq <= last && isPushedEvents(fr) {
 				continue
@@ -578,7 +601,17 @@ func (a *seatActor) onFrames(f *SeatFrames) {
 	}
 }
 
-// isPushedEvents and isSnapshot look at the frame's union key: a
+// initialDone reports whether the first initial frames arrived.
+func (s *Seat) initialDone() bool {
+	select {
+	case <-s.initial:
+		return true
+	default:
+		return false
+	}
+}
+
+// isPushedEvents, isSnapshot and isHello look at the frame's union key: a
 // ServerEvents frame starts with the fixarray(2) byte 0x92 then key 2.
 func isPushedEvents(f OutFrame) bool {
 	return len(f.Data) > 1 && f.Data[1] == byte(protocol.ServerEventsKind)
@@ -586,4 +619,8 @@ func isPushedEvents(f OutFrame) bool {
 
 func isSnapshot(f OutFrame) bool {
 	return len(f.Data) > 1 && f.Data[1] == byte(protocol.ServerSnapshotKind)
+}
+
+func isHello(f OutFrame) bool {
+	return len(f.Data) > 1 && f.Data[1] == byte(protocol.ServerHelloKind)
 }

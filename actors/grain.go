@@ -37,6 +37,16 @@ type GrainDeps struct {
 	// right after the process was stalled: a claim then would only steal
 	// the match from its live owner (docs/operations.md §3).
 	MayActivate func() error
+	// Owns, if set, reports whether this member owns matchID in its current
+	// view of the cluster. An activation on a member that does not own its
+	// match refuses to start, and a running one stops at its next tick once
+	// it no longer does. protoactor's placement activates whatever a caller
+	// with an older view sends it, and re-checks ownership only at the next
+	// topology change (docs/cluster.md §3.3): an activation it made just
+	// after a change that moved the match away would run on as a second
+	// activation for good, answering the seats routed to it from a stale
+	// state while the owner's activation serves the others.
+	Owns func(matchID string) bool
 }
 
 // NewMatchKind returns the cluster kind that hosts match grains on a member.
@@ -168,6 +178,13 @@ func (g *grain) activate(ctx actor.Context, id string) {
 			g.halt(ctx)
 			return
 		}
+	}
+	if g.deps.Owns != nil && !g.deps.Owns(id) {
+		// A caller routed by a view older than this member's; it retries
+		// and finds the owner once its view catches up.
+		g.log.Info("activation refused: another member owns the match in this member's view")
+		g.halt(ctx)
+		return
 	}
 	started := time.Now()
 	sctx, cancel := g.storeCtx()
@@ -435,8 +452,11 @@ func (g *grain) snapshot(ctx actor.Context) {
 	g.sinceSS = 0
 }
 
-// halt stops this activation for good: it drops its state, tells its seats
-// to re-attach elsewhere and never answers again.
+// halt stops this activation for good: it drops its state and never serves
+// again. Requests already in its mailbox are answered Unavailable before it
+// stops (a poison pill, not a stop, which would drop them unanswered and
+// leave each caller waiting for its timeout), so their callers retry on the
+// activation that owns the match now; seats re-attach there.
 func (g *grain) halt(ctx actor.Context) {
 	if g.state == stateRunning && g.deps.Metrics != nil {
 		g.deps.Metrics.ActiveGrains.Add(-1)
@@ -452,7 +472,7 @@ func (g *grain) halt(ctx actor.Context) {
 	}
 	g.engine = nil
 	g.events = nil
-	ctx.Stop(ctx.Self())
+	ctx.Poison(ctx.Self())
 }
 
 func (g *grain) stopTimer() {
@@ -487,6 +507,16 @@ func (g *grain) onMessage(ctx actor.Context, m *envelope.Msg) {
 		g.respond(ctx, &Reply{Code: ReplyUnavailable, Message: g.refusal})
 		return
 	}
+	if e := seenEpoch(m.V); e > g.epoch {
+		// A seat has had frames from a newer activation: one claimed the
+		// match after this one, so this one's next write would be fenced,
+		// and what it answers meanwhile comes from an old state (the seat
+		// would even drop it, by its epoch).
+		g.log.Info("superseded: a seat has seen a newer activation", "epoch", g.epoch, "seen_epoch", e)
+		g.halt(ctx)
+		g.respond(ctx, &Reply{Code: ReplyUnavailable, Message: "match is moving"})
+		return
+	}
 	switch v := m.V.(type) {
 	case *Wake:
 		g.respond(ctx, &Reply{Code: ReplyOK})
@@ -509,6 +539,22 @@ func (g *grain) onMessage(ctx actor.Context, m *envelope.Msg) {
 		g.log.Warn("ignoring unexpected message", "type", fmt.Sprintf("%T", v))
 		g.respond(ctx, &Reply{Code: ReplyBadRequest, Message: "unexpected message"})
 	}
+}
+
+// seenEpoch is the newest activation epoch the sender of m has seen (0 if
+// m carries none).
+func seenEpoch(m any) int64 {
+	switch v := m.(type) {
+	case *AttachSeat:
+		return v.SeenEpoch
+	case *SubmitIntent:
+		return v.SeenEpoch
+	case *ResyncSeat:
+		return v.SeenEpoch
+	case *SeatPing:
+		return v.SeenEpoch
+	}
+	return 0
 }
 
 // attached returns the attachment of seat if sessionID holds it.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +31,9 @@ type testNode struct {
 	registry *prometheus.Registry
 	store    *persistence.FaultyStore
 	rules    Rules
+	// notOwner makes this member not own any match in its view
+	// (GrainDeps.Owns), as when its view moved the matches elsewhere.
+	notOwner atomic.Bool
 }
 
 func fastTiming() Timing {
@@ -90,6 +94,7 @@ func startTestNodeRules(t *testing.T, timing Timing, inner persistence.Store, ru
 	kind, err := NewMatchKind(GrainDeps{
 		Store: store, Rules: tn.rules, Timing: timing, Logger: log, Metrics: tn.metrics,
 		Owner: func() string { return tn.node.ID() },
+		Owns:  func(string) bool { return !tn.notOwner.Load() },
 	})
 	if err != nil {
 		t.Fatalf("match kind: %v", err)
@@ -105,6 +110,7 @@ func startTestNodeRules(t *testing.T, timing Timing, inner persistence.Store, ru
 	tn.gw, err = NewGateway(GatewayConfig{
 		System: tn.node.System(), Cluster: tn.node, Store: store, Rules: tn.rules, Timing: timing, Logger: log,
 		RequestTimeout: time.Second, ReattachTimeout: 5 * time.Second,
+		Forget: func(id string) { tn.node.ForgetPID(id, MatchKind) },
 	})
 	if err != nil {
 		t.Fatalf("gateway: %v", err)
@@ -291,6 +297,36 @@ func TestGrainTicketIsSingleUse(t *testing.T) {
 	}
 	if _, err := tn.gw.OpenSeat(ctx, SeatRequest{MatchID: "nope", Seat: 0, TicketID: "x"}, newFrameSink()); !errors.Is(err, ErrMatchNotFound) {
 		t.Fatalf("unknown match: %v, want ErrMatchNotFound", err)
+	}
+}
+
+// An attach whose answer is lost after its ticket was recorded (here the
+// store's reply; in a cluster, the grain moving between the two) is retried
+// by the gateway for the same connection: the retry must open the seat,
+// while another connection presenting the same ticket stays refused.
+func TestGrainRetriedAttachKeepsItsTicket(t *testing.T) {
+	for _, sk := range storeKinds {
+		t.Run(sk.name, func(t *testing.T) {
+			tn := startTestNodeOn(t, fastTiming(), sk.open(t))
+			id := tn.create(t, 0)
+			tn.store.LoseReplyNext(persistence.MethodConsumeTicket, 1, nil)
+			req := SeatRequest{MatchID: id, Seat: 0, TicketID: "retried-" + sk.name, TicketExpires: time.Now().Add(time.Minute)}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			k := newFrameSink()
+			s, err := tn.gw.OpenSeat(ctx, req, k)
+			if err != nil {
+				t.Fatalf("open whose first ticket record lost its answer: %v, want the retry to succeed", err)
+			}
+			defer s.Close(false)
+			if n := tn.store.Calls(persistence.MethodConsumeTicket); n < 2 {
+				t.Fatalf("ticket consumed %d times, want the lost answer retried", n)
+			}
+			expectFrame[*protocol.ServerHello](t, k)
+			if _, err := tn.gw.OpenSeat(ctx, req, newFrameSink()); !errors.Is(err, ErrTicketUsed) {
+				t.Fatalf("another connection with the same ticket: %v, want ErrTicketUsed", err)
+			}
+		})
 	}
 }
 

@@ -27,6 +27,10 @@ type AttachSeat struct {
 	Reattach        bool
 	SessionAddr     string
 	SessionID       string
+	// SeenEpoch is the newest activation epoch the seat had frames from (a
+	// re-attach); an older activation that receives it knows it was
+	// superseded and stops. The same field on the seat's other messages.
+	SeenEpoch int64 `msgpack:",omitempty"`
 }
 
 // SubmitIntent carries one intent of an attached seat; Frame is the encoded
@@ -39,7 +43,8 @@ type SubmitIntent struct {
 	// from it. It never crosses the wire (a remote grain decodes Frame):
 	// local delivery passes the value itself, so a grain on the seat's own
 	// member skips a second decode. Frame stays what is persisted.
-	Decoded *protocol.ClientIntent `msgpack:"-"`
+	Decoded   *protocol.ClientIntent `msgpack:"-"`
+	SeenEpoch int64                  `msgpack:",omitempty"`
 }
 
 // ResyncSeat asks for events from FromSeq (inclusive) or a snapshot.
@@ -48,6 +53,7 @@ type ResyncSeat struct {
 	SessionID string
 	FromSeq   int64
 	Full      bool
+	SeenEpoch int64 `msgpack:",omitempty"`
 }
 
 // DetachSeat ends an attachment (the connection closed).
@@ -65,6 +71,8 @@ type SeatPing struct {
 	Seat      int
 	SessionID string
 	More      []PingedSeat
+	// SeenEpoch is the newest epoch any of the pinged seats had frames from.
+	SeenEpoch int64 `msgpack:",omitempty"`
 }
 
 // PingedSeat is one more seat of a SeatPing.

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -110,6 +111,91 @@ func testFenced(t *testing.T, tn *testNode) {
 	sendIntent(t, s0, "y", 1, protocol.EndTurn{})
 	if res := expectResult(t, k0, "y"); !res.Accepted || !res.Duplicate || res.EventSeq != 4 {
 		t.Fatalf("re-sent intent: %+v, want a duplicate of seq 4", res)
+	}
+}
+
+// A member that does not own a match in its view (protoactor's placement
+// activates whatever a caller with an older view asks for) neither claims
+// nor serves it, and a running activation stops once its member's view
+// moves the match away; the seat carries on when an owner takes it back.
+func TestGrainServesOnlyWhereOwned(t *testing.T) {
+	tn := startTestNode(t, fastTiming())
+	id := tn.create(t, 0)
+	s0, k0 := tn.open(t, id, 0, 0)
+	expectFrame[*protocol.ServerHello](t, k0)
+	expectFrame[*protocol.ServerSnapshot](t, k0)
+	s1, k1 := tn.open(t, id, 1, 0)
+	expectFrame[*protocol.ServerHello](t, k1)
+	sendIntent(t, s0, "owned", 1, protocol.EndTurn{})
+	if res := expectResult(t, k0, "owned"); !res.Accepted {
+		t.Fatalf("intent while owned: %+v", res)
+	}
+	epoch := tn.seatEpoch(s0)
+
+	tn.notOwner.Store(true)
+	claims := tn.store.Calls(persistence.MethodClaim)
+	// The running activation stops at its next tick (every keep-alive,
+	// 100 ms here); every new one refuses before claiming. A resync (it
+	// changes nothing) tells when the grain stopped serving.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rctx, rcancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		err := s1.Resync(rctx, 1, false)
+		rcancel()
+		if errors.Is(err, ErrUnavailable) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the activation still serves 10 s after its member stopped owning the match (resync: %v)", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := s1.Intent(ctx, "elsewhere", 4, protocol.EndTurn{}); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("intent while another member owns the match: %v, want ErrUnavailable", err)
+	}
+	if n := tn.store.Calls(persistence.MethodClaim) - claims; n != 0 {
+		t.Fatalf("%d claims by a member that does not own the match", n)
+	}
+
+	tn.notOwner.Store(false)
+	sendIntent(t, s1, "elsewhere", 4, protocol.EndTurn{})
+	if res := expectResult(t, k1, "elsewhere"); !res.Accepted || res.Duplicate {
+		t.Fatalf("intent once owned again: %+v, want accepted once", res)
+	}
+	if e := tn.seatEpoch(s1); e != epoch+1 {
+		t.Fatalf("seat on epoch %d after the match came back, want one new activation (%d)", e, epoch+1)
+	}
+}
+
+// An activation that a seat knows to be older than one it has had frames
+// from stops at once instead of answering from its old state, which the
+// seat would drop (frames of an older epoch): a resync through it would
+// never be answered.
+func TestGrainSupersededBySeatsEpoch(t *testing.T) {
+	tn := startTestNode(t, fastTiming())
+	id := tn.create(t, 0)
+	s0, k0 := tn.open(t, id, 0, 0)
+	expectFrame[*protocol.ServerHello](t, k0)
+	expectFrame[*protocol.ServerSnapshot](t, k0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Another activation claimed the match and reached this seat; this one
+	// has not written since, so the fence has not stopped it.
+	rec, err := tn.store.Inner().Claim(ctx, id, "elsewhere")
+	if err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	s0.epoch.Store(rec.Epoch)
+	if err := s0.Resync(ctx, 1, true); err != nil {
+		t.Fatalf("resync: %v", err)
+	}
+	var snap *protocol.ServerSnapshot
+	for snap == nil {
+		snap, _ = k0.next(t).(*protocol.ServerSnapshot) // the re-attach's resume frames come first
+	}
+	if e := tn.seatEpoch(s0); e <= rec.Epoch || snap.View.EventSeq != 1 {
+		t.Fatalf("resync answered on epoch %d at seq %d, want a newer activation than %d at seq 1", e, snap.View.EventSeq, rec.Epoch)
 	}
 }
 

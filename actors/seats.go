@@ -26,8 +26,11 @@ func (g *grain) onAttach(ctx actor.Context, m *AttachSeat) {
 		return
 	}
 	if !m.Reattach {
+		// The seat actor is the ticket's consumer: the same connection's
+		// attach, retried because its answer was lost while the match moved,
+		// finds its own record and goes on; any other use is refused.
 		sctx, cancel := g.storeCtx()
-		err := g.deps.Store.ConsumeTicket(sctx, m.TicketID, time.UnixMilli(m.TicketExpiresMs))
+		err := g.deps.Store.ConsumeTicket(sctx, m.TicketID, time.UnixMilli(m.TicketExpiresMs), m.SessionAddr+"/"+m.SessionID)
 		cancel()
 		if errors.Is(err, persistence.ErrTicketUsed) {
 			g.respond(ctx, &Reply{Code: ReplyTicketUsed, Message: "ticket already used"})
@@ -277,6 +280,14 @@ func (g *grain) onSeatPing(ctx actor.Context, m *SeatPing) {
 func (g *grain) onTick(ctx actor.Context) {
 	g.timer = nil
 	if g.state != stateRunning {
+		return
+	}
+	if g.deps.Owns != nil && !g.deps.Owns(g.id) {
+		// The match belongs to another member in this member's view (see
+		// GrainDeps.Owns); protoactor would stop this activation at a
+		// topology change, but not if the change came before it started.
+		g.log.Info("match owned elsewhere in this member's view: stopping this activation", "epoch", g.epoch)
+		g.halt(ctx)
 		return
 	}
 	now := g.now()

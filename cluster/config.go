@@ -77,6 +77,10 @@ type Config struct {
 	// Security encrypts and authenticates gossip and the remote; a member
 	// with a non-loopback address refuses to start without it (see Security).
 	Security Security
+	// Info is what this member tells a peer that asks (Node.Describe): its
+	// versions and build, for an operator's view of the whole cluster.
+	// The member's ID is added under InfoMember. Optional.
+	Info map[string]string
 	// Logger receives this package's logs, memberlist's (at their own level,
 	// ERR lines as WARN) and protoactor's (WARN and above only). Default
 	// slog.Default().
@@ -243,6 +247,31 @@ func (fd FailureDetection) validate() error {
 func (fd FailureDetection) CrashDetection() time.Duration {
 	fd = fd.withDefaults()
 	return 2*fd.ProbeInterval + time.Duration(fd.SuspicionMaxTimeoutMult*fd.SuspicionMult)*fd.ProbeInterval
+}
+
+// earliestDeath is the shortest silence after which peers can declare a
+// member dead: a probe of it fails at the end of one probe interval (the
+// ack channel times out then; indirect probes run inside it), and the
+// suspicion then lasts at least SuspicionMult probe intervals (memberlist's
+// minimum, reached once enough peers confirm; its node-count scale is 1
+// below 10 members and only lengthens it above).
+func (fd FailureDetection) earliestDeath() time.Duration {
+	return time.Duration(1+fd.SuspicionMult) * fd.ProbeInterval
+}
+
+// stallThreshold is the stall after which a member quarantines itself
+// (cluster/stall.go): three quarters of earliestDeath, so that every stall
+// that can get it declared dead exceeds the threshold with a margin for
+// timer and scheduling slack, while stalls too short for any peer to act on
+// cost nothing. 1.2 s with the defaults, 3 s with 1 s probes.
+func (fd FailureDetection) stallThreshold() time.Duration {
+	return fd.earliestDeath() * 3 / 4
+}
+
+// StallThreshold is the stall after which a member with these settings
+// stops reclaiming and activating for a while (Node.Unsettled).
+func (fd FailureDetection) StallThreshold() time.Duration {
+	return fd.withDefaults().stallThreshold()
 }
 
 // worstDetection is a generous bound on the time memberlist needs to declare

@@ -148,3 +148,59 @@ func TestMemberlistLogRefusals(t *testing.T) {
 		t.Fatalf("join refusal logged %q, want %q with suppressed=4", out, RefusedJoinMsg)
 	}
 }
+
+// The stall threshold follows the failure detector: every stall that can
+// get a member declared dead (earliestDeath or longer) quarantines it,
+// stalls well below cost nothing, and a member without peers is never
+// quarantined.
+func TestStallThresholdFollowsDetection(t *testing.T) {
+	quiet := slog.New(slog.DiscardHandler)
+	for _, tc := range []struct {
+		name      string
+		fd        FailureDetection
+		threshold time.Duration
+	}{
+		{"defaults", FailureDetection{}, 1200 * time.Millisecond},
+		{"1s probes", FailureDetection{ProbeInterval: time.Second}, 3 * time.Second},
+		{"2s probes, mult 4", FailureDetection{ProbeInterval: 2 * time.Second, SuspicionMult: 4}, 7500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fd := tc.fd.withDefaults()
+			if got := fd.StallThreshold(); got != tc.threshold {
+				t.Fatalf("threshold %v, want %v", got, tc.threshold)
+			}
+			peers := 2
+			w := newStallWatch(quiet, fd, func() int { return peers })
+			t0 := time.Now()
+			w.last = t0
+			at := t0
+			stall := func(gap time.Duration) bool { at = at.Add(gap); return w.observe(at) }
+			// run observes at the watch's own tick for d: no stall.
+			run := func(d time.Duration) bool {
+				tick := tc.threshold / stallTicksPerThreshold
+				var q bool
+				for end := at.Add(d); at.Before(end); {
+					q = stall(min(tick, end.Sub(at)))
+				}
+				return q
+			}
+			if stall(tc.threshold - tc.threshold/10) {
+				t.Fatalf("a stall of 0.9 x the threshold started a quarantine")
+			}
+			if !stall(fd.earliestDeath()) {
+				t.Fatalf("a stall as long as the earliest death (%v) did not start a quarantine", fd.earliestDeath())
+			}
+			// It lasts twice the stall, then ends.
+			if !run(2*fd.earliestDeath() - 100*time.Millisecond) {
+				t.Fatalf("quarantine ended before twice the stall")
+			}
+			if run(150 * time.Millisecond) {
+				t.Fatalf("quarantine still on after twice the stall")
+			}
+			peers = 0
+			if stall(10 * fd.earliestDeath()) {
+				t.Fatalf("a member without peers was quarantined")
+			}
+		})
+	}
+}

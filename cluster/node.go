@@ -62,6 +62,7 @@ type Node struct {
 
 	reloader *secretsReloader // nil without key or TLS files
 	stall    *stallWatch
+	info     map[string]string // what Describe answers (Config.Info and the member id)
 }
 
 // topology is an immutable snapshot of the published cluster topology.
@@ -88,8 +89,8 @@ func Start(cfg Config) (*Node, error) {
 		lost:    make(chan struct{}),
 		evicted: make(chan struct{}),
 		quit:    make(chan struct{}),
-		stall:   newStallWatch(log),
 	}
+	n.stall = newStallWatch(log, cfg.FailureDetection, func() int { return max(len(n.topo.Load().members)-1, 0) })
 	n.topo.Store(&topology{rdv: pcluster.NewRendezvous()})
 
 	protoLog := slog.New(quietHandler{inner: log.Handler(), min: slog.LevelWarn}).With(slog.String("lib", "protoactor"))
@@ -124,6 +125,10 @@ func Start(cfg Config) (*Node, error) {
 	n.c = pcluster.New(n.system, ccfg)
 	if err := n.startMember(); err != nil {
 		return nil, fmt.Errorf("cluster: start member %q: %w", cfg.NodeName, err)
+	}
+	if err := n.startInfo(); err != nil {
+		n.Kill()
+		return nil, err
 	}
 	go n.stall.run(n.quit)
 	if n.reloader.keys != nil || n.reloader.certs != nil {

@@ -15,32 +15,40 @@ import (
 // nor activate anything; by then the eviction notice has arrived (and the
 // process exits) or the view has settled.
 //
-// A busy machine delays goroutines too (the tests' 2 shared cores under
-// -race see 2-4 s), so the threshold is above the usual suspicion timeout's
-// order of magnitude and the quarantine grows with the stall: a stall too
-// short to have been noticed by peers costs little.
+// The threshold follows the failure detector (FailureDetection.stallThreshold):
+// any stall long enough for peers to declare this member dead is longer than
+// it, so no member can be evicted by a stall it does not notice. A member
+// with no peer in its view cannot be declared dead by anybody and is never
+// quarantined (a single node, and every in-process test: their goroutines
+// stall for seconds under -race on a loaded machine). Tests whose members
+// must ride out such stalls scale the detection timers, and the threshold
+// with them.
 const (
-	// stallThreshold: a gap this long between ticks of a goroutine that
-	// ticks every stallThreshold/6 means the process did not run.
-	stallThreshold = 3 * time.Second
-	// The quarantine after a stall lasts twice the stall, within these bounds.
-	minStallQuarantine = 3 * time.Second
+	// The quarantine after a stall lasts twice the stall, at most this
+	// long (or twice the earliest death, if the detector is slower).
 	maxStallQuarantine = 10 * time.Second
+	// The stall watch ticks this many times per threshold.
+	stallTicksPerThreshold = 6
 )
 
 type stallWatch struct {
-	log   *slog.Logger
+	log       *slog.Logger
+	threshold time.Duration
+	maxQ      time.Duration
+	peers     func() int // other members in this member's view
+
 	mu    sync.Mutex
 	last  time.Time
 	until time.Time
 }
 
-func newStallWatch(log *slog.Logger) *stallWatch {
-	return &stallWatch{log: log, last: time.Now()}
+func newStallWatch(log *slog.Logger, fd FailureDetection, peers func() int) *stallWatch {
+	return &stallWatch{log: log, threshold: fd.stallThreshold(), maxQ: max(maxStallQuarantine, 2*fd.earliestDeath()),
+		peers: peers, last: time.Now()}
 }
 
 func (w *stallWatch) run(quit <-chan struct{}) {
-	t := time.NewTicker(stallThreshold / 6)
+	t := time.NewTicker(w.threshold / stallTicksPerThreshold)
 	defer t.Stop()
 	for {
 		select {
@@ -57,22 +65,28 @@ func (w *stallWatch) run(quit <-chan struct{}) {
 // ticker, matters: after a stall every overdue timer fires at once, and a
 // caller may run before the ticker goroutine does.
 func (w *stallWatch) unsettled() bool {
+	return w.observe(time.Now())
+}
+
+func (w *stallWatch) observe(now time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	now := time.Now()
-	if gap := now.Sub(w.last); gap > stallThreshold {
-		q := min(max(2*gap, minStallQuarantine), maxStallQuarantine)
+	if gap := now.Sub(w.last); gap > w.threshold && w.peers() > 0 {
+		q := min(2*gap, w.maxQ)
 		w.until = now.Add(q)
 		w.log.Warn("cluster: this process was stalled; no reclaim or activation until the view settles",
-			slog.Duration("stall", gap), slog.Duration("quarantine", q))
+			slog.Duration("stall", gap), slog.Duration("threshold", w.threshold), slog.Duration("quarantine", q))
 	}
 	w.last = now
 	return now.Before(w.until)
 }
 
-// Unsettled reports that this process was stalled (did not run for more
-// than 3 s) recently: for twice the stall, between 3 and 10 s. Callers should not reclaim or activate
-// grains meanwhile: see the comment on stall detection in cluster/stall.go.
+// Unsettled reports that this process was stalled recently: it did not run
+// for longer than its stall threshold (three quarters of the shortest
+// silence after which peers can declare it dead, FailureDetection), and
+// twice the stall has not passed since. Callers should not reclaim or
+// activate grains meanwhile: see the comment on stall detection in
+// cluster/stall.go.
 func (n *Node) Unsettled() bool {
 	return n.stall.unsettled()
 }

@@ -28,7 +28,7 @@ var (
 	bucketUnfinished   = []byte("unfinished")    // match id -> empty; the ListUnfinished index
 	bucketLog          = []byte("log")           // match id -> bucket{seq -> payload}
 	bucketSnapshots    = []byte("snapshots")     // match id -> snapshot record
-	bucketTickets      = []byte("tickets")       // ticket id -> expiry
+	bucketTickets      = []byte("tickets")       // ticket id -> expiry, consumer
 	bucketTicketExpiry = []byte("ticket_expiry") // expiry ++ ticket id -> empty; the purge index
 )
 
@@ -481,23 +481,31 @@ func (s *EmbeddedStore) ListUnfinished(ctx context.Context, after string, limit 
 	return out, nil
 }
 
-// ConsumeTicket implements Store.
-func (s *EmbeddedStore) ConsumeTicket(ctx context.Context, ticketID string, expiresAt time.Time) error {
+// ConsumeTicket implements Store. A used ticket's value is its expiry
+// (timeKey) followed by the consumer; records written before consumers were
+// kept have none, so they match nobody.
+func (s *EmbeddedStore) ConsumeTicket(ctx context.Context, ticketID string, expiresAt time.Time, consumer string) error {
 	if err := s.check("consume ticket"); err != nil {
 		return err
 	}
 	if err := checkID("ticket id", ticketID); err != nil {
 		return err
 	}
+	if len(consumer) > MaxIDBytes {
+		return fmt.Errorf("persistence: ticket consumer length (%d) exceeds limit (%d)", len(consumer), MaxIDBytes)
+	}
 	// The ticket id stays out of errors: it identifies a bearer secret.
 	return s.write(ctx, "consume ticket", func(tx *bolt.Tx) error {
 		id := []byte(ticketID)
 		tickets := tx.Bucket(bucketTickets)
-		if tickets.Get(id) != nil {
+		if v := tickets.Get(id); v != nil {
+			if consumer != "" && len(v) > timeKeyLen && string(v[timeKeyLen:]) == consumer {
+				return nil // the same connection again: its attach was retried
+			}
 			return fmt.Errorf("consume ticket: %w", ErrTicketUsed)
 		}
 		exp := timeKey(expiresAt)
-		if err := tickets.Put(id, exp); err != nil {
+		if err := tickets.Put(id, append(bytes.Clone(exp), consumer...)); err != nil {
 			return fmt.Errorf("consume ticket: %w", err)
 		}
 		if err := tx.Bucket(bucketTicketExpiry).Put(append(exp, id...), nil); err != nil {

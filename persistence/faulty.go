@@ -226,12 +226,12 @@ func (f *FaultyStore) ListUnfinished(ctx context.Context, after string, limit in
 }
 
 // ConsumeTicket implements Store.
-func (f *FaultyStore) ConsumeTicket(ctx context.Context, ticketID string, expiresAt time.Time) error {
+func (f *FaultyStore) ConsumeTicket(ctx context.Context, ticketID string, expiresAt time.Time, consumer string) error {
 	reply, err := f.before(ctx, MethodConsumeTicket)
 	if err != nil {
 		return err
 	}
-	return reply(f.inner.ConsumeTicket(ctx, ticketID, expiresAt))
+	return reply(f.inner.ConsumeTicket(ctx, ticketID, expiresAt, consumer))
 }
 
 // PurgeTickets implements Store.

@@ -415,17 +415,23 @@ func (s *PostgresStore) ListUnfinished(ctx context.Context, after string, limit 
 	return out, nil
 }
 
-// ConsumeTicket implements Store. ON CONFLICT DO NOTHING waits for a
-// concurrent insert of the same id to commit, so exactly one caller inserts.
-func (s *PostgresStore) ConsumeTicket(ctx context.Context, ticketID string, expiresAt time.Time) error {
+// ConsumeTicket implements Store. ON CONFLICT waits for a concurrent insert
+// of the same id to commit, so exactly one caller inserts; a later call
+// touches the existing row (and so gets a row back) only if it records the
+// same non-empty consumer.
+func (s *PostgresStore) ConsumeTicket(ctx context.Context, ticketID string, expiresAt time.Time, consumer string) error {
 	if err := s.check("consume ticket"); err != nil {
 		return err
 	}
 	if err := checkID("ticket id", ticketID); err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx, `INSERT INTO used_tickets (ticket_id, expires_at) VALUES ($1, $2)
-		ON CONFLICT (ticket_id) DO NOTHING`, ticketID, expiresAt)
+	if len(consumer) > MaxIDBytes {
+		return fmt.Errorf("persistence: ticket consumer length (%d) exceeds limit (%d)", len(consumer), MaxIDBytes)
+	}
+	tag, err := s.pool.Exec(ctx, `INSERT INTO used_tickets (ticket_id, expires_at, consumer) VALUES ($1, $2, $3)
+		ON CONFLICT (ticket_id) DO UPDATE SET consumer = EXCLUDED.consumer
+		WHERE used_tickets.consumer = EXCLUDED.consumer AND EXCLUDED.consumer <> ''`, ticketID, expiresAt, consumer)
 	if err != nil {
 		// The ticket id is a bearer secret's identifier: keep it out of errors.
 		return fmt.Errorf("consume ticket: %w", err)

@@ -67,11 +67,17 @@ type Store interface {
 	// than after ("" = from the start), ordered by id bytes, so the last id
 	// of one page is the after of the next. limit must be positive.
 	ListUnfinished(ctx context.Context, after string, limit int) ([]MatchInfo, error)
-	// ConsumeTicket records ticketID as used; ErrTicketUsed if it was used
-	// before. Exactly one of any number of concurrent calls with one id
+	// ConsumeTicket records ticketID as used by consumer; ErrTicketUsed if
+	// it was used before by anybody else. consumer names the one connection
+	// that presents the ticket (the edge's seat actor, which no client can
+	// choose), so that the same connection's attach, retried after its
+	// answer was lost (the grain moved meanwhile), is accepted again while
+	// any other use stays refused: a ticket opens a seat for one connection
+	// only. An empty consumer never matches, not even itself. Of any number
+	// of concurrent calls with one id and different consumers exactly one
 	// succeeds. expiresAt is when the ticket stops being valid anyway, after
 	// which PurgeTickets may forget it.
-	ConsumeTicket(ctx context.Context, ticketID string, expiresAt time.Time) error
+	ConsumeTicket(ctx context.Context, ticketID string, expiresAt time.Time, consumer string) error
 	// PurgeTickets forgets used tickets that expired before the given time and
 	// returns how many it removed. Pass a time safely in the past (allow for
 	// clock skew): a purged ticket that is still valid could be used again.

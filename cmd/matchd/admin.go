@@ -5,9 +5,11 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/matchgrain/matchgrain/actors"
@@ -61,6 +63,12 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = enc.Encode(v) // the client went away; nothing to do
 }
 
+// Keys of the description every member gives of itself (cluster.Config.Info).
+const (
+	infoRules = "rulesVersion"
+	infoBuild = "build"
+)
+
 type memberInfo struct {
 	ID      string   `json:"id"`
 	Address string   `json:"address"`
@@ -69,11 +77,20 @@ type memberInfo struct {
 	// claimed last (its grains, running or to be reclaimed).
 	Matches int  `json:"matches"`
 	Self    bool `json:"self,omitempty"`
+	// RulesVersion and Build are what the member itself answered when
+	// asked (cluster.Node.Describe): the rules it runs (a match pinned to
+	// other rules does not activate there) and its binary's build.
+	RulesVersion string `json:"rulesVersion,omitempty"`
+	Build        string `json:"build,omitempty"`
+	// InfoError says why the member did not answer (gone, an older build,
+	// or another member id now answers at its address).
+	InfoError string `json:"infoError,omitempty"`
 }
 
 type clusterInfo struct {
 	// Version is the rules version the answering member runs; a member
-	// refuses matches pinned to another one.
+	// refuses matches pinned to another one. Every member's own is in
+	// Members.
 	Version string       `json:"rulesVersion"`
 	Members []memberInfo `json:"members"`
 	// Elsewhere counts unfinished matches whose last owner is not in this
@@ -111,6 +128,25 @@ func (a *adminAPI) cluster(w http.ResponseWriter, r *http.Request) {
 	for _, n := range counts {
 		info.Elsewhere += n
 	}
+	// Every member describes itself, all at once: one slow or departed
+	// member costs the answer at most Describe's bound.
+	var wg sync.WaitGroup
+	for i := range info.Members {
+		wg.Add(1)
+		go func(m *memberInfo) {
+			defer wg.Done()
+			d, err := a.node.Describe(ctx, m.Address)
+			switch {
+			case err != nil:
+				m.InfoError = err.Error()
+			case d[cluster.InfoMember] != m.ID:
+				m.InfoError = fmt.Sprintf("member %s answers at this address", d[cluster.InfoMember])
+			default:
+				m.RulesVersion, m.Build = d[infoRules], d[infoBuild]
+			}
+		}(&info.Members[i])
+	}
+	wg.Wait()
 	writeJSON(w, http.StatusOK, info)
 }
 

@@ -285,8 +285,8 @@ func TestChaosFrozenOwnerIsFenced(t *testing.T) {
 	// The newer claim fenced the old epoch: from here on its entries in the
 	// log can only stay as many as they are now.
 	staleEntries := countUpTo(cc.logEpochs(t, id), epoch)
-	// A freeze longer than the cluster's stall threshold (3 s,
-	// cluster/stall.go) keeps the woken member from activating the match
+	// A freeze longer than the cluster's stall threshold (3 s with these 1 s
+	// probes, cluster/stall.go) keeps the woken member from activating the match
 	// anew (which would claim a newer epoch and fence the live owner), so
 	// the only writer it has is the stale activation.
 	if d := time.Since(frozen); d < 4*time.Second {

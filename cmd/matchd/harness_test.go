@@ -43,6 +43,12 @@ func matchdBuild(t *testing.T, race bool) string {
 	}
 	b := &binaries[i]
 	b.once.Do(func() {
+		if bin := os.Getenv("MATCHGRAIN_TEST_MATCHD"); bin != "" && !race {
+			// A build made beforehand, e.g. to run one test many times
+			// against one build while the tree changes.
+			b.path = bin
+			return
+		}
 		dir, err := os.MkdirTemp("", "matchd-bin-")
 		if err != nil {
 			b.err = err
@@ -113,20 +119,29 @@ func startProcBuild(t *testing.T, name string, race bool, args ...string) *proc 
 
 // procOpts choose how startProcOpts starts a node.
 type procOpts struct {
-	secrets bool // pass the shared --admin-token and --ticket-key
-	race    bool // run the -race build
+	secrets bool   // pass the shared --admin-token and --ticket-key
+	race    bool   // run the -race build
+	bin     string // run this matchd binary instead (another build)
 }
 
 func startProcOpts(t *testing.T, name string, o procOpts, args ...string) *proc {
 	t.Helper()
+	level := "warn"
+	if l := os.Getenv("MATCHGRAIN_TEST_LOG_LEVEL"); l != "" {
+		level = l // diagnosis: more of each node's log in the failure tail and the log files
+	}
 	base := []string{
 		"--node-name", name, "--gossip-addr", "127.0.0.1:0", "--remote-addr", "127.0.0.1:0",
-		"--listen", "127.0.0.1:0", "--tcp-listen", "127.0.0.1:0", "--log-level", "warn",
+		"--listen", "127.0.0.1:0", "--tcp-listen", "127.0.0.1:0", "--log-level", level,
 	}
 	if o.secrets {
 		base = append(base, "--admin-token", testAdminToken, "--ticket-key", testTicketKey)
 	}
-	cmd := exec.Command(matchdBuild(t, o.race), append(base, args...)...)
+	exe := o.bin
+	if exe == "" {
+		exe = matchdBuild(t, o.race)
+	}
+	cmd := exec.Command(exe, append(base, args...)...)
 	// A -race binary sleeps 1 s before exiting by default; races are
 	// reported as they happen, so skip that wait.
 	cmd.Env = append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
@@ -142,6 +157,16 @@ func startProcOpts(t *testing.T, name string, o procOpts, args ...string) *proc 
 		t.Fatalf("start %s: %v", name, err)
 	}
 	p := &proc{name: name, cmd: cmd, done: make(chan struct{}), fencedWrites: -1}
+	// MATCHGRAIN_TEST_LOG_DIR keeps every node's whole stderr, one file per
+	// node and test, for diagnosing a failure the bounded tail cut off.
+	var logFile *os.File
+	if dir := os.Getenv("MATCHGRAIN_TEST_LOG_DIR"); dir != "" {
+		f, err := os.Create(filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+"-"+name+".log"))
+		if err != nil {
+			t.Fatalf("node log file: %v", err)
+		}
+		logFile = f
+	}
 	ready := make(chan string, 1)
 	var readers sync.WaitGroup
 	readers.Add(2)
@@ -161,7 +186,13 @@ func startProcOpts(t *testing.T, name string, o procOpts, args ...string) *proc 
 		defer readers.Done()
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		if logFile != nil {
+			defer func() { _ = logFile.Close() }() // a diagnostic copy only
+		}
 		for sc.Scan() {
+			if logFile != nil {
+				_, _ = fmt.Fprintln(logFile, sc.Text()) // a diagnostic copy only
+			}
 			p.mu.Lock()
 			for _, l := range p.races.Line(sc.Text()) {
 				p.onLine(l)

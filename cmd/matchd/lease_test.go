@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/matchgrain/matchgrain/client/clienttest"
+	"github.com/matchgrain/matchgrain/cluster/clustertest"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -39,15 +43,19 @@ func TestChaosFrozenMemberDoesNotSteal(t *testing.T) {
 	for i, id := range ids {
 		_, epochs[i] = cc.owner(t, id)
 	}
-	// The woken member recognises a stall of more than 3 s (cluster/stall.go)
-	// and activates nothing until its view settles. On an idle machine the
-	// matches above are ready in about 2 s, a stall peers can already call a
-	// death (docs/operations.md §3 says what a shorter stall may cost: one
-	// fenced halt and retry, never a second writer). This test is about the
-	// stall the quarantine recognises, so the freeze lasts at least 4 s.
-	if rest := 4*time.Second - time.Since(frozen); rest > 0 {
-		time.Sleep(rest)
-	}
+	// Wake b as soon as a has declared it dead, not later: the stall
+	// quarantine's threshold follows the failure detector (three quarters
+	// of the earliest possible eviction, cluster/stall.go), so however
+	// short the freeze that got b evicted, b must notice it. With a fixed
+	// 3 s threshold an idle machine evicted b after about 2 s, and the
+	// woken b claimed a match it still believed it owned.
+	clustertest.Eventually(t, 20*time.Second, 50*time.Millisecond, func() error {
+		if v := adminGet(context.Background(), cc.a.http, "/api/admin/cluster"); strings.Contains(v, cc.b.member) {
+			return fmt.Errorf("b is still in a's view: %s", v)
+		}
+		return nil
+	})
+	t.Logf("b frozen for %v until a dropped it", time.Since(frozen).Round(time.Millisecond))
 	if err := cc.b.signal(syscall.SIGCONT); err != nil {
 		t.Fatalf("SIGCONT: %v", err)
 	}

@@ -309,6 +309,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 				}
 				return nil
 			},
+			Owns: func(id string) bool { return node.OwnerAddress(id, actors.MatchKind) == node.Self() },
 		})
 		if err != nil {
 			return err
@@ -318,6 +319,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	node, err = cluster.Start(cluster.Config{
 		NodeName: o.nodeName, GossipAddr: o.gossipAddr, Join: splitList(o.join), RemoteAddr: o.remoteAddr,
 		ClusterName: o.clusterName, Kinds: kinds, FailureDetection: o.failureDetection(), Security: o.security, Logger: base,
+		Info: map[string]string{infoRules: actors.RulesVersion(actors.GameRules{}), infoBuild: buildVersion()},
 	})
 	if err != nil {
 		return fmt.Errorf("start cluster member: %w", err)
@@ -449,7 +451,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	fmt.Printf("matchd ready member=%s http=%s tcp=%s gossip=%s remote=%s debug=%s metrics=%s\n",
 		node.ID(), httpLn.Addr(), tcpAddr, node.GossipAddr(), node.Self(), debugAddr, metricsAddr)
 	log.Info("matchd ready", "member", node.ID(), "http", httpLn.Addr().String(), "tcp", tcpAddr,
-		"metrics", metricsAddr, "store", storeKind(o), "edge_only", o.edgeOnly)
+		"metrics", metricsAddr, "store", storeKind(o), "edge_only", o.edgeOnly, "build", buildVersion())
 
 	if o.demo {
 		go func() {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/matchgrain/matchgrain/client/bots"
 	"github.com/matchgrain/matchgrain/client/clienttest"
+	"github.com/matchgrain/matchgrain/cluster/clustertest"
 	"github.com/matchgrain/matchgrain/persistence/pgtest"
 	"github.com/matchgrain/matchgrain/protocol"
 )
@@ -95,14 +97,29 @@ func TestOpsCommands(t *testing.T) {
 		t.Fatalf("match: decider %d in a running match", mi.State.Decider)
 	}
 
-	out, code = matchctl(t, append([]string{"cluster"}, auth...)...)
-	if code != 0 {
-		t.Fatalf("matchctl cluster exited %d", code)
+	// A member of another build joins (an edge, so no match moves): the
+	// answering member must report each member's build as that member
+	// states it, not its own.
+	otherBin := filepath.Join(t.TempDir(), "matchd-other")
+	if out, err := exec.Command("go", "build", "-ldflags=-X main.version=ops-test-other", "-o", otherBin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build the other matchd: %v\n%s", err, out)
 	}
+	other := startProcOpts(t, "v", procOpts{secrets: true, bin: otherBin}, append(cc.common, "--join", cc.a.gossip, "--edge-only")...)
 	var ci clusterInfo
-	if err := json.Unmarshal(out, &ci); err != nil {
-		t.Fatalf("cluster output: %v\n%s", err, out)
-	}
+	clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
+		out, code = matchctl(t, append([]string{"cluster"}, auth...)...)
+		if code != 0 {
+			return fmt.Errorf("matchctl cluster exited %d", code)
+		}
+		ci = clusterInfo{}
+		if err := json.Unmarshal(out, &ci); err != nil {
+			t.Fatalf("cluster output: %v\n%s", err, out)
+		}
+		if len(ci.Members) != 4 {
+			return fmt.Errorf("%d members in a's view, want 4", len(ci.Members))
+		}
+		return nil
+	})
 	hosts := 0
 	for _, m := range ci.Members {
 		if slices.Contains(m.Kinds, "match") {
@@ -111,9 +128,21 @@ func TestOpsCommands(t *testing.T) {
 		if m.ID == owner && m.Matches < 1 {
 			t.Fatalf("cluster: owner %s of the running match counts %d matches", owner, m.Matches)
 		}
+		wantOther := m.ID == other.member
+		switch {
+		case m.InfoError != "":
+			t.Fatalf("cluster: member %s (%s) did not describe itself: %s\n%s", m.ID, m.Address, m.InfoError, out)
+		case m.RulesVersion != ci.Version:
+			t.Fatalf("cluster: member %s runs rules %q, the answering member %q:\n%s", m.ID, m.RulesVersion, ci.Version, out)
+		case strings.HasPrefix(m.Build, "ops-test-other ") != wantOther:
+			t.Fatalf("cluster: member %s reports build %q (the other build is member %s):\n%s", m.ID, m.Build, other.member, out)
+		}
 	}
-	if hosts != 2 || len(ci.Members) != 3 || ci.Version == "" {
-		t.Fatalf("cluster: %d members, %d hosting matches, version %q; want 3, 2 and a version:\n%s", len(ci.Members), hosts, ci.Version, out)
+	for _, m := range ci.Members {
+		t.Logf("cluster: member %s rules %s build %q", m.ID, m.RulesVersion, m.Build)
+	}
+	if hosts != 2 || ci.Version == "" {
+		t.Fatalf("cluster: %d hosting matches, version %q; want 2 and a version:\n%s", hosts, ci.Version, out)
 	}
 
 	out, code = matchctl(t, append([]string{"replay"}, append(auth, done.ID)...)...)

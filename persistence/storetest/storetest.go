@@ -92,7 +92,7 @@ func RunReopen(t *testing.T, newData func(t *testing.T) (open func() (persistenc
 	if err := s1.MarkFinished(ctx, done, drec.Epoch); err != nil {
 		t.Fatalf("mark finished: %v", err)
 	}
-	if err := s1.ConsumeTicket(ctx, ticket, time.Now().Add(time.Hour)); err != nil {
+	if err := s1.ConsumeTicket(ctx, ticket, time.Now().Add(time.Hour), "conn-1"); err != nil {
 		t.Fatalf("consume ticket: %v", err)
 	}
 	if err := s1.Close(); err != nil {
@@ -120,8 +120,11 @@ func RunReopen(t *testing.T, newData func(t *testing.T) (open func() (persistenc
 	if err := s2.Append(ctx, id, rec.Epoch, entries(5, 5, "stale")); !errors.Is(err, persistence.ErrFenced) {
 		t.Errorf("append with pre-reopen epoch: err = %v, want ErrFenced", err)
 	}
-	if err := s2.ConsumeTicket(ctx, ticket, time.Now().Add(time.Hour)); !errors.Is(err, persistence.ErrTicketUsed) {
+	if err := s2.ConsumeTicket(ctx, ticket, time.Now().Add(time.Hour), "conn-2"); !errors.Is(err, persistence.ErrTicketUsed) {
 		t.Errorf("ticket used before reopen: err = %v, want ErrTicketUsed", err)
+	}
+	if err := s2.ConsumeTicket(ctx, ticket, time.Now().Add(time.Hour), "conn-1"); err != nil {
+		t.Errorf("ticket used before reopen, by the same consumer again: %v, want it accepted", err)
 	}
 	got := listWithPrefix(t, s2, base, 10)
 	if want := []string{id}; !slices.Equal(got, want) {
@@ -662,13 +665,28 @@ func testListUnfinishedPaging(t *testing.T, s persistence.Store) {
 func testTickets(t *testing.T, s persistence.Store) {
 	ctx := testContext(t)
 	valid, expired := newID(t, "valid"), newID(t, "expired")
-	if err := s.ConsumeTicket(ctx, valid, time.Now().Add(time.Hour)); err != nil {
+	if err := s.ConsumeTicket(ctx, valid, time.Now().Add(time.Hour), "conn-a"); err != nil {
 		t.Fatalf("first use: %v", err)
 	}
-	if err := s.ConsumeTicket(ctx, valid, time.Now().Add(time.Hour)); !errors.Is(err, persistence.ErrTicketUsed) {
-		t.Fatalf("second use: err = %v, want ErrTicketUsed", err)
+	if err := s.ConsumeTicket(ctx, valid, time.Now().Add(time.Hour), "conn-b"); !errors.Is(err, persistence.ErrTicketUsed) {
+		t.Fatalf("second use by another consumer: err = %v, want ErrTicketUsed", err)
 	}
-	if err := s.ConsumeTicket(ctx, expired, time.Now().Add(-time.Hour)); err != nil {
+	// The consuming connection's attach retried (its answer was lost): accepted.
+	if err := s.ConsumeTicket(ctx, valid, time.Now().Add(time.Hour), "conn-a"); err != nil {
+		t.Fatalf("second use by the same consumer: %v, want it accepted", err)
+	}
+	if err := s.ConsumeTicket(ctx, valid, time.Now().Add(time.Hour), ""); !errors.Is(err, persistence.ErrTicketUsed) {
+		t.Fatalf("second use without a consumer: err = %v, want ErrTicketUsed", err)
+	}
+	// Without a consumer a ticket is single use even for its own caller.
+	anon := newID(t, "anon")
+	if err := s.ConsumeTicket(ctx, anon, time.Now().Add(time.Hour), ""); err != nil {
+		t.Fatalf("first use without a consumer: %v", err)
+	}
+	if err := s.ConsumeTicket(ctx, anon, time.Now().Add(time.Hour), ""); !errors.Is(err, persistence.ErrTicketUsed) {
+		t.Fatalf("second use without a consumer: err = %v, want ErrTicketUsed", err)
+	}
+	if err := s.ConsumeTicket(ctx, expired, time.Now().Add(-time.Hour), "conn-a"); err != nil {
 		t.Fatalf("use of a ticket that expires in the past: %v", err)
 	}
 	n, err := s.PurgeTickets(ctx, time.Now().Add(-time.Minute))
@@ -679,11 +697,14 @@ func testTickets(t *testing.T, s persistence.Store) {
 		t.Errorf("purge removed %d tickets, want at least 1", n)
 	}
 	// The purged ticket is forgotten; the valid one is not.
-	if err := s.ConsumeTicket(ctx, expired, time.Now().Add(-time.Hour)); err != nil {
+	if err := s.ConsumeTicket(ctx, expired, time.Now().Add(-time.Hour), "conn-b"); err != nil {
 		t.Errorf("use after purge: %v, want it forgotten", err)
 	}
-	if err := s.ConsumeTicket(ctx, valid, time.Now().Add(time.Hour)); !errors.Is(err, persistence.ErrTicketUsed) {
+	if err := s.ConsumeTicket(ctx, valid, time.Now().Add(time.Hour), "conn-b"); !errors.Is(err, persistence.ErrTicketUsed) {
 		t.Errorf("unexpired ticket after purge: err = %v, want ErrTicketUsed", err)
+	}
+	if err := s.ConsumeTicket(ctx, valid, time.Now().Add(time.Hour), "conn-a"); err != nil {
+		t.Errorf("unexpired ticket after purge, same consumer: %v, want it accepted", err)
 	}
 }
 
@@ -692,19 +713,31 @@ func testTicketsConcurrent(t *testing.T, s persistence.Store) {
 	id := newID(t, "ticket")
 	errs := make([]error, users)
 	parallel(users, func(i int) {
-		errs[i] = s.ConsumeTicket(testContext(t), id, time.Now().Add(time.Minute))
+		errs[i] = s.ConsumeTicket(testContext(t), id, time.Now().Add(time.Minute), fmt.Sprintf("conn-%d", i))
 	})
 	ok := 0
+	winner := -1
 	for i, err := range errs {
 		switch {
 		case err == nil:
 			ok++
+			winner = i
 		case !errors.Is(err, persistence.ErrTicketUsed):
 			t.Errorf("user %d: err = %v, want ErrTicketUsed", i, err)
 		}
 	}
 	if ok != 1 {
 		t.Fatalf("%d of %d concurrent uses of one ticket succeeded, want exactly 1", ok, users)
+	}
+	// Only the winner may come back.
+	for i := range users {
+		err := s.ConsumeTicket(testContext(t), id, time.Now().Add(time.Minute), fmt.Sprintf("conn-%d", i))
+		if i == winner && err != nil {
+			t.Errorf("winner %d again: %v, want it accepted", i, err)
+		}
+		if i != winner && !errors.Is(err, persistence.ErrTicketUsed) {
+			t.Errorf("loser %d again: err = %v, want ErrTicketUsed", i, err)
+		}
 	}
 }
 
@@ -754,8 +787,9 @@ func testInvalidArguments(t *testing.T, s persistence.Store) {
 		{"CreateLongID", func(ctx context.Context) error { return s.CreateMatch(ctx, long, nil) }},
 		{"ClaimEmptyID", func(ctx context.Context) error { _, err := s.Claim(ctx, "", "a"); return err }},
 		{"AppendEmptyID", func(ctx context.Context) error { return s.Append(ctx, "", 1, entries(1, 1, "p")) }},
-		{"TicketEmptyID", func(ctx context.Context) error { return s.ConsumeTicket(ctx, "", time.Now()) }},
-		{"TicketLongID", func(ctx context.Context) error { return s.ConsumeTicket(ctx, long, time.Now()) }},
+		{"TicketEmptyID", func(ctx context.Context) error { return s.ConsumeTicket(ctx, "", time.Now(), "c") }},
+		{"TicketLongID", func(ctx context.Context) error { return s.ConsumeTicket(ctx, long, time.Now(), "c") }},
+		{"TicketLongConsumer", func(ctx context.Context) error { return s.ConsumeTicket(ctx, "t", time.Now(), long) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
