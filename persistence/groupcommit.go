@@ -139,6 +139,15 @@ func (g *groupCommitter) append(ctx context.Context, r *appendReq) error {
 	case err := <-r.done:
 		return err
 	case <-ctx.Done():
+		// Both may be ready at once: a process that was stopped (SIGSTOP,
+		// a long pause) wakes with its deadline passed and the database's
+		// answer already in. A known outcome beats an unknown one, which
+		// would stop the grain for nothing.
+		select {
+		case err := <-r.done:
+			return err
+		default:
+		}
 		return fmt.Errorf("append to match %q at seq %d: outcome unknown: %w", r.matchID, r.first, ctx.Err())
 	}
 }

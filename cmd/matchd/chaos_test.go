@@ -239,8 +239,13 @@ func TestChaosKillOwnerMatchContinues(t *testing.T) {
 // stale activation, that the woken member exited through eviction and not
 // a crash, and that the live activation kept every acknowledged intent.
 func TestChaosFrozenOwnerIsFenced(t *testing.T) {
-	// Info logs for the "matchd grains stopped fenced_writes=N" line.
-	cc := startChaosClusterBuild(t, false, append([]string{"--log-level", "info"}, relaxedDetection...)...)
+	// Info logs for the "matchd grains stopped fenced_writes=N" line. A
+	// store call outlasts the freeze (4-6 s): an append the stale
+	// activation had in flight when it was frozen (a seat's presence, say)
+	// is answered on wake instead of timing out, which would stop the
+	// activation for its unknown outcome before the stale intent reaches it
+	// (seen once in a flake hunt: fenced_writes=0).
+	cc := startChaosClusterBuild(t, false, append([]string{"--log-level", "info", "--store-timeout", "20s"}, relaxedDetection...)...)
 	id := cc.createMatch(t, 11)
 	var seats [2]*clienttest.Seat
 	for s := range 2 {

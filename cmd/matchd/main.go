@@ -38,6 +38,7 @@ type options struct {
 	timing                                              actors.Timing
 	ticketTTL, helloTimeout, hbIdle, hbTimeout          time.Duration
 	reclaimInterval, reclaimLease                       time.Duration
+	storeTimeout                                        time.Duration
 	secretsRefresh, ticketKeyRotation                   time.Duration
 	drainTimeout                                        time.Duration
 	retentionAfter, retentionInterval                   time.Duration
@@ -94,6 +95,7 @@ func parseFlags(args []string) (options, error) {
 	hbIdle := fs.Duration("heartbeat-idle", edge.DefaultHeartbeatIdle, "send ServerPing after this long without a client frame")
 	hbTimeout := fs.Duration("heartbeat-timeout", edge.DefaultHeartbeatTimeout, "close (4408) this long after the last client frame")
 	reclaim := fs.Duration("reclaim-interval", 30*time.Second, "how often this member wakes the unfinished matches it owns")
+	storeTimeout := fs.Duration("store-timeout", 5*time.Second, "bound of one store call of a match grain (an append, a claim); an append that outlasts it has an unknown outcome and stops the grain, which reactivates from the log")
 	lease := fs.Duration("reclaim-lease", 15*time.Second, "the reclaimer leaves a match alone if another member still in this member's view wrote it this recently")
 	probe := fs.Duration("probe-interval", 0, "memberlist probe interval (0: the cluster default, tuned for a LAN)")
 	suspMult := fs.Int("suspicion-mult", 0, "memberlist suspicion multiplier (0: the cluster default)")
@@ -142,6 +144,10 @@ func parseFlags(args []string) (options, error) {
 		SeatKeepAlive: *keepAlive, SnapshotEvery: *snapEvery, IdleStop: *idleStop, BotThink: *botThink}
 	o.ticketTTL, o.helloTimeout, o.hbIdle, o.hbTimeout = *ttl, *hello, *hbIdle, *hbTimeout
 	o.reclaimInterval, o.reclaimLease, o.probeInterval, o.demoDelay = *reclaim, *lease, *probe, *demoDelay
+	if *storeTimeout <= 0 {
+		return o, fmt.Errorf("store-timeout must be positive, got %v", *storeTimeout)
+	}
+	o.storeTimeout = *storeTimeout
 	o.suspicionMult, o.suspicionMaxMult = *suspMult, *suspMax
 	o.requestTimeout = *reqTimeout
 	if o.requestTimeout == 0 {
@@ -299,7 +305,8 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	if !o.edgeOnly {
 		kind, err := actors.NewMatchKind(actors.GrainDeps{
 			Store: store, Rules: actors.GameRules{}, Timing: o.timing, Logger: log, Metrics: grainMetrics,
-			Owner: func() string { return node.ID() },
+			StoreTimeout: o.storeTimeout,
+			Owner:        func() string { return node.ID() },
 			MayActivate: func() error {
 				switch {
 				case draining.Load():
