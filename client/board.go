@@ -184,8 +184,11 @@ func (b *Board) View() protocol.MatchView { return cloneView(&b.view.v) }
 func (b *Board) LegalIntents() []protocol.Intent { return b.view.v.LegalIntents }
 
 // ViewDiff lists where View differs from a snapshot v of the same seq
-// (clock and names aside), empty when they agree.
-func (b *Board) ViewDiff(v *protocol.MatchView) []string { return viewDiff(&b.view.v, v) }
+// (clock and names aside), empty when they agree. A Board started from a
+// snapshot that had face-down damage cannot know those cards' places among
+// the face-up ones (a snapshot gives only their count), so once one of them
+// is face up, that player's face-up damage is compared as cards, not order.
+func (b *Board) ViewDiff(v *protocol.MatchView) []string { return b.view.diff(v) }
 
 // clone is a deep copy (the Session hands copies out while it keeps applying).
 func (b Board) clone() Board {

@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -64,5 +65,52 @@ func TestBoardDiff(t *testing.T) {
 	b.Players[1].Vanguard = 12
 	if d := a.Diff(b); len(d) != 0 {
 		t.Fatalf("unknown vanguard reported: %v", d)
+	}
+}
+
+// A snapshot gives face-down damage only as a count, so a Board started
+// from one cannot know where a face-down card sits among the face-up ones;
+// when it is flipped face up its place is a guess. ViewDiff then compares
+// the face-up damage as cards, not as an order; a Board that saw every
+// damage card arrive still compares the order, and wrong cards are always
+// reported.
+func TestBoardDamageOrderFromSnapshot(t *testing.T) {
+	reversed := func(v protocol.MatchView, p int) protocol.MatchView {
+		v.Players[p].FaceUpDamage = slices.Clone(v.Players[p].FaceUpDamage)
+		slices.Reverse(v.Players[p].FaceUpDamage)
+		return v
+	}
+	snap := protocol.MatchView{You: 0, Winner: protocol.NoWinner, ActivePlayer: 0, EventSeq: 10}
+	for p := range snap.Players {
+		snap.Players[p].Index = p
+	}
+	snap.Players[1].FaceDownDamage = 1
+	snap.Players[1].FaceUpDamage = []protocol.CardView{{InstanceID: 24, PrintingID: "S1-008", FaceUp: true}}
+	b := client.BoardFromView(&snap)
+	// The face-down card (really the second in the zone) is flipped up.
+	b.Apply(protocol.EventEnvelope{Seq: 11, Event: &protocol.DamageFlippedEvent{Player: 1, FaceUp: true,
+		Cards: []protocol.CardRef{{InstanceID: 52, PrintingID: "S1-006"}}}})
+	guess := b.View()
+	if got := guess.Players[1].FaceUpDamage; len(got) != 2 || got[0].InstanceID != 52 {
+		t.Fatalf("face-up damage after the flip: %+v, want the flipped card placed first", got)
+	}
+	server := reversed(guess, 1) // the server's order: 24, then 52
+	if d := b.ViewDiff(&server); len(d) > 0 {
+		t.Fatalf("guessed damage order reported as a difference: %v", d)
+	}
+	wrong := reversed(guess, 1)
+	wrong.Players[1].FaceUpDamage[1].InstanceID = 53
+	if d := b.ViewDiff(&wrong); len(d) == 0 {
+		t.Fatal("a different face-up damage card was not reported")
+	}
+
+	// A Board that saw both damage cards arrive knows their order.
+	known := client.BoardFromView(&protocol.MatchView{You: 0, Winner: protocol.NoWinner, EventSeq: 10,
+		Players: [2]protocol.PlayerView{{Index: 0}, {Index: 1}}})
+	known.Apply(protocol.EventEnvelope{Seq: 11, Event: &protocol.DamageEvent{Player: 1, Card: protocol.CardRef{InstanceID: 52, PrintingID: "S1-006"}}})
+	known.Apply(protocol.EventEnvelope{Seq: 12, Event: &protocol.DamageEvent{Player: 1, Card: protocol.CardRef{InstanceID: 24, PrintingID: "S1-008"}}})
+	swapped := reversed(known.View(), 1)
+	if d := known.ViewDiff(&swapped); len(d) == 0 {
+		t.Fatal("a known damage order that differs was not reported")
 	}
 }

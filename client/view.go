@@ -25,6 +25,11 @@ type viewState struct {
 type damageCard struct {
 	ref    protocol.CardRef
 	faceUp bool
+	// guessed: the card's place in the zone is not known. A snapshot gives
+	// face-down damage only as a count, so a Board started from one puts
+	// those cards first; one of them flipped face up later may really sit
+	// after face-up cards, so the order of FaceUpDamage is a guess then.
+	guessed bool
 }
 
 // newViewState is the view of seat before the first event.
@@ -48,7 +53,7 @@ func viewStateFrom(v *protocol.MatchView) viewState {
 		// first, which is where counter-blasts (oldest first) leave them in
 		// the usual case; a later DamageFlipped names its cards anyway.
 		for range pv.FaceDownDamage {
-			s.damage[p] = append(s.damage[p], damageCard{})
+			s.damage[p] = append(s.damage[p], damageCard{guessed: true})
 		}
 		for _, c := range pv.FaceUpDamage {
 			s.damage[p] = append(s.damage[p], damageCard{ref: protocol.CardRef{InstanceID: c.InstanceID, PrintingID: c.PrintingID}, faceUp: true})
@@ -327,7 +332,7 @@ func (s *viewState) flip(p int, r protocol.CardRef, up bool) {
 	}
 	for i := range dmg {
 		if dmg[i].ref.InstanceID == 0 && dmg[i].faceUp != up {
-			dmg[i] = damageCard{ref: r, faceUp: up}
+			dmg[i] = damageCard{ref: r, faceUp: up, guessed: dmg[i].guessed}
 			return
 		}
 	}
@@ -380,15 +385,32 @@ func (s *viewState) decision(d *protocol.DecisionEvent) {
 	}
 }
 
-// viewDiff lists where the kept view differs from a snapshot of the same
-// seq, ignoring the clock (it moves with time) and the names (no event
-// carries them).
-func viewDiff(mine, server *protocol.MatchView) []string {
-	a, b := cloneView(mine), cloneView(server)
+// damageOrderGuessed reports whether the order of p's FaceUpDamage is a
+// guess: some face-up card's place came from a snapshot's face-down count.
+func (s *viewState) damageOrderGuessed(p int) bool {
+	for _, d := range s.damage[p] {
+		if d.faceUp && d.guessed {
+			return true
+		}
+	}
+	return false
+}
+
+// diff lists where the kept view differs from a snapshot of the same seq,
+// ignoring the clock (it moves with time) and the names (no event carries
+// them). Where the order of a player's face-up damage is a guess
+// (damageOrderGuessed), the cards are compared and their order is not.
+func (s *viewState) diff(server *protocol.MatchView) []string {
+	a, b := cloneView(&s.v), cloneView(server)
 	a.Clock, b.Clock = protocol.ClockView{}, protocol.ClockView{}
 	a.MatchID, b.MatchID = "", ""
 	for p := range a.Players {
 		a.Players[p].Name, b.Players[p].Name = "", ""
+		if s.damageOrderGuessed(p) {
+			byID := func(x, y protocol.CardView) int { return x.InstanceID - y.InstanceID }
+			slices.SortFunc(a.Players[p].FaceUpDamage, byID)
+			slices.SortFunc(b.Players[p].FaceUpDamage, byID)
+		}
 	}
 	var out []string
 	diffValue("view", reflect.ValueOf(a), reflect.ValueOf(b), &out)
