@@ -39,6 +39,7 @@ type bot struct {
 	chaos     bool                             // drop the connection at random, mostly after decision-only intents
 	verify    bool                             // a full snapshot after every batch, compared with the Board
 	think     time.Duration
+	minGap    time.Duration // at least this long between two of the bot's intents
 	stats     *Stats
 	pace      *pacer          // nil: closed loop (send as soon as decided)
 	ctx       context.Context // the match's; ends a wait for the pacer
@@ -57,9 +58,9 @@ type bot struct {
 // stallAfter: after this long without progress a bot asks for a snapshot.
 const stallAfter = 2 * time.Second
 
-// minIntentGap keeps a bot under the protocol's 16 intents per second per
-// connection (docs/protocol.md §2), with a margin for jitter.
-const minIntentGap = time.Second / 14
+// DefaultConnectionRate keeps a bot under the protocol's 16 intents per
+// second per connection (docs/protocol.md §2), with a margin for jitter.
+const DefaultConnectionRate = 14
 
 // Stats collects intent latencies over many bots; safe for concurrent use.
 type Stats struct {
@@ -309,7 +310,7 @@ func (b *bot) decide() {
 	if b.think > 0 {
 		time.Sleep(b.think)
 	}
-	if wait := minIntentGap - time.Since(b.sentAt); wait > 0 {
+	if wait := b.minGap - time.Since(b.sentAt); b.minGap > 0 && wait > 0 {
 		time.Sleep(wait)
 	}
 	if b.pace != nil && !b.pace.wait(b.ctx) {

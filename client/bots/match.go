@@ -50,6 +50,23 @@ type MatchOptions struct {
 	// Connected, if set, is called once both seats are connected, before
 	// play starts (a load tool ramps up by it).
 	Connected func()
+	// ConnectionRate caps the intents per second each bot sends (0:
+	// DefaultConnectionRate, under the server's default limit of 16;
+	// negative: no cap, for a server started with a higher
+	// --intents-per-second, as a closed-loop capacity test needs).
+	ConnectionRate float64
+}
+
+// minGap is the least time between two intents of a bot sending at most
+// rate per second (see MatchOptions.ConnectionRate).
+func minGap(rate float64) time.Duration {
+	switch {
+	case rate < 0:
+		return 0
+	case rate == 0:
+		rate = DefaultConnectionRate
+	}
+	return time.Duration(float64(time.Second) / rate)
 }
 
 // MatchRun is one match played by two bots.
@@ -136,6 +153,7 @@ func PlayMatch(ctx context.Context, admin *client.Admin, o MatchOptions) (MatchR
 			chaos:     o.Chaos,
 			verify:    o.Verify,
 			think:     o.Think,
+			minGap:    minGap(o.ConnectionRate),
 			stats:     st,
 			pace:      pace,
 			ctx:       ctx,

@@ -25,6 +25,7 @@ type loadFlags struct {
 	common
 	matches, conc int
 	rate          float64
+	connRate      float64
 	warmup, dur   time.Duration
 	jsonOut       bool
 	progress      bool
@@ -41,6 +42,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&f.matches, "matches", 10, "matches to play; with --duration, matches kept running at once")
 	fs.IntVar(&f.conc, "concurrency", 0, "without --duration: matches at once (default: all)")
 	fs.Float64Var(&f.rate, "rate", 0, "open loop: intents per second offered per match, at fixed ticks with a random phase (0: closed loop, as fast as the bots decide)")
+	fs.Float64Var(&f.connRate, "connection-rate", bots.DefaultConnectionRate, "intents per second each bot sends at most (a node allows 16 per connection by default; 0: no cap, for a node started with a higher --intents-per-second)")
 	fs.DurationVar(&f.warmup, "warmup", 0, "with --duration: run this long before measuring")
 	fs.DurationVar(&f.dur, "duration", 0, "measure for this long, replacing finished matches, then stop every match (0: play --matches matches to the end)")
 	fs.BoolVar(&f.jsonOut, "json", false, "print the final report as JSON")
@@ -57,8 +59,10 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	switch {
 	case f.matches < 1:
 		return fmt.Errorf("%w: --matches must be at least 1", errUsage)
-	case f.rate < 0 || f.rate > 14:
-		return fmt.Errorf("%w: --rate must be between 0 and 14 intents/s (a connection may send 16/s)", errUsage)
+	case f.connRate < 0:
+		return fmt.Errorf("%w: --connection-rate must not be negative", errUsage)
+	case f.rate < 0 || (f.connRate > 0 && f.rate > f.connRate):
+		return fmt.Errorf("%w: --rate must be between 0 and --connection-rate (%g intents/s)", errUsage, f.connRate)
 	case f.warmup < 0 || f.dur < 0:
 		return fmt.Errorf("%w: --warmup and --duration must not be negative", errUsage)
 	case f.warmup > 0 && f.dur == 0:
@@ -85,9 +89,11 @@ const startAtOnce = 32
 
 // Report is the final report of `matchctl load` (--json prints it as is).
 type Report struct {
-	Mode            string  `json:"mode"` // "closed" or "open"
-	Matches         int     `json:"matches"`
-	RatePerMatch    float64 `json:"ratePerMatch,omitempty"`
+	Mode         string  `json:"mode"` // "closed" or "open"
+	Matches      int     `json:"matches"`
+	RatePerMatch float64 `json:"ratePerMatch,omitempty"`
+	// ConnectionRate is the most intents per second a bot sent (0: no cap).
+	ConnectionRate  float64 `json:"connectionRate"`
 	WarmupSeconds   float64 `json:"warmupSeconds"`
 	MeasuredSeconds float64 `json:"measuredSeconds"`
 	MatchesFinished int     `json:"matchesFinished"`
@@ -180,7 +186,10 @@ func runLoad(ctx context.Context, f *loadFlags, stdout, stderr io.Writer) error 
 		w.end = w.start.Add(f.dur)
 	}
 	st := &bots.Stats{Observe: w.observe}
-	opts.Stats, opts.Rate = st, f.rate
+	opts.Stats, opts.Rate, opts.ConnectionRate = st, f.rate, f.connRate
+	if f.connRate == 0 {
+		opts.ConnectionRate = -1 // no cap
+	}
 
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
@@ -298,7 +307,7 @@ loop:
 	node.sample()
 	node.markEnd()
 
-	rep := Report{Mode: "closed", Matches: f.matches, MatchesFinished: finished}
+	rep := Report{Mode: "closed", Matches: f.matches, MatchesFinished: finished, ConnectionRate: f.connRate}
 	if !steady {
 		rep.Matches = f.conc
 	}
@@ -347,7 +356,11 @@ func printReport(out io.Writer, r *Report, started int64) {
 	if r.Mode == "open" {
 		mode = fmt.Sprintf("open loop, %g intents/s per match", r.RatePerMatch)
 	}
-	fmt.Fprintf(out, "load: %d matches at once, %s; %d matches started, %d finished\n", r.Matches, mode, started, r.MatchesFinished)
+	capped := "no per-connection cap"
+	if r.ConnectionRate > 0 {
+		capped = fmt.Sprintf("at most %g intents/s per connection", r.ConnectionRate)
+	}
+	fmt.Fprintf(out, "load: %d matches at once, %s, %s; %d matches started, %d finished\n", r.Matches, mode, capped, started, r.MatchesFinished)
 	fmt.Fprintf(out, "measured %.1f s after %.1f s warm-up: %d intents (%d rejected), %.0f intents/s, %d errors\n",
 		r.MeasuredSeconds, r.WarmupSeconds, r.Intents, r.Rejected, r.IntentsPerSec, r.Errors)
 	if r.Mode == "open" {

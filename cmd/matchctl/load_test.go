@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/matchgrain/matchgrain/edge"
 	"github.com/matchgrain/matchgrain/edge/edgetest"
 )
 
@@ -87,5 +88,44 @@ func TestLoadWithoutProcessMetrics(t *testing.T) {
 		"--idle", "2", "--idle-hold", "1s", "--metrics", srv.HTTPURL+"/nothing")
 	if code != 1 || !strings.Contains(errOut, "process metrics") {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}
+
+// TestLoadConnectionRate checks the per-connection cap of the closed loop:
+// capped bots stay under it (and so are never rate limited), uncapped bots
+// against a node that allows more go faster than the cap allows.
+func TestLoadConnectionRate(t *testing.T) {
+	srv := edgetest.Start(t, edgetest.NewMatches(), func(c *edge.Config) {
+		c.IntentsPerSecond, c.IntentBurst = 1000, 1000
+	})
+	load := func(connRate string) Report {
+		t.Helper()
+		code, out, errOut := runCmd(t, "load", "--server", srv.HTTPURL, "--token", edgetest.AdminToken,
+			"--matches", "2", "--warmup", "500ms", "--duration", "2s", "--connection-rate", connRate, "--json", "--metrics", "off")
+		if code != 0 {
+			t.Fatalf("--connection-rate %s: exit %d\nstdout:\n%s\nstderr:\n%s", connRate, code, out, errOut)
+		}
+		var r Report
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("report is not JSON: %v\n%s", err, out)
+		}
+		t.Logf("--connection-rate %s: %.0f intents/s, %d rejected", connRate, r.IntentsPerSec, r.Rejected)
+		return r
+	}
+	// 2 matches × 2 bots × 4/s is the most the capped run may send (a
+	// quarter more for intents sent just before the window opened); the
+	// uncapped run must go well past that.
+	const most = 2 * 2 * 4 * 1.25
+	capped := load("4")
+	if capped.ConnectionRate != 4 || capped.IntentsPerSec > most || capped.Intents == 0 || capped.Rejected != 0 {
+		t.Errorf("capped at 4/s per connection: %+v", capped)
+	}
+	free := load("0")
+	if free.ConnectionRate != 0 || free.IntentsPerSec <= 4*most || free.Rejected != 0 {
+		t.Errorf("uncapped: %+v", free)
+	}
+	if code, _, errOut := runCmd(t, "load", "--server", srv.HTTPURL, "--token", edgetest.AdminToken,
+		"--matches", "1", "--rate", "5", "--duration", "1s", "--connection-rate", "4"); code != 2 || !strings.Contains(errOut, "--rate") {
+		t.Errorf("--rate above --connection-rate: exit %d, %s", code, errOut)
 	}
 }
