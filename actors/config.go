@@ -22,6 +22,13 @@ type Timing struct {
 	SeatKeepAlive time.Duration
 	// SnapshotEvery writes a snapshot after this many log entries (default 32).
 	SnapshotEvery int
+	// ResumeWindow is how many of a match's latest events its grain keeps in
+	// memory for resumes and resyncs (default 128, about 30 intents). A
+	// hello that resumes from further back gets its events rebuilt from the
+	// durable log; a resync from further back gets a snapshot
+	// (docs/protocol.md §4). Kept whole, the events of a long match were
+	// most of a grain's memory.
+	ResumeWindow int
 	// IdleStop stops the activation of a finished match after this long without requests (default 1 min).
 	IdleStop time.Duration
 	// BotThink is how long a bot seat waits after its decision starts before
@@ -39,6 +46,7 @@ func DefaultTiming() Timing {
 		ClockInterval:  5 * time.Second,
 		SeatKeepAlive:  2 * time.Second,
 		SnapshotEvery:  32,
+		ResumeWindow:   128,
 		IdleStop:       time.Minute,
 		BotThink:       time.Second,
 	}
@@ -65,6 +73,8 @@ func (t Timing) Validate() error {
 		return errors.New("seat-keepalive must be positive")
 	case t.SnapshotEvery <= 0:
 		return errors.New("snapshot-every must be positive")
+	case t.ResumeWindow <= 0:
+		return errors.New("resume-window must be positive")
 	case t.IdleStop <= 0:
 		return errors.New("idle-stop must be positive")
 	case t.BotThink < 0:

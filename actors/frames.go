@@ -71,17 +71,17 @@ func (g *grain) batchFrame(seat int, evs []protocol.EventEnvelope) OutFrame {
 
 // eventsFrames is every event from fromSeq (inclusive) to now for seat, in
 // as many ServerEvents frames as the frame size limit needs, their ranges
-// contiguous; the caller has checked that the journal covers fromSeq.
+// contiguous; all holds those events (eventsFrom), from fromSeq on.
 // fromSeq > last seq gives one empty frame meaning "up to date"
 // (docs/protocol.md §4.4). Events always follow a resumable hello, however
 // long the gap (docs/protocol.md §13): a hello's resumed is true exactly
 // when they do.
-func (g *grain) eventsFrames(seat int, fromSeq int64) []OutFrame {
+func (g *grain) eventsFrames(seat int, fromSeq int64, all []protocol.EventEnvelope) []OutFrame {
 	last := g.engine.LastSeq()
 	if fromSeq > last {
 		return []OutFrame{g.frame(&protocol.ServerEvents{FromSeq: fromSeq, ToSeq: last}, last)}
 	}
-	evs := g.project(seat, g.events[int(fromSeq-g.journalFrom):])
+	evs := g.project(seat, all)
 	var out []OutFrame
 	from, size, start := fromSeq, 0, 0
 	var buf []byte

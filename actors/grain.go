@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -117,7 +118,9 @@ type grain struct {
 	// rejected remembers rejections so a re-sent id answers the same way;
 	// it is memory only: a rejection changed nothing worth persisting.
 	rejected map[journalKey]protocol.ServerIntentResult
-	// events is the event journal from journalFrom to the last seq.
+	// events is the event journal from journalFrom to the last seq: the
+	// latest Timing.ResumeWindow events or a few more (trimJournal); older
+	// ones are rebuilt from the durable log when a resume needs them.
 	events      []protocol.EventEnvelope
 	journalFrom int64
 
@@ -296,7 +299,51 @@ func (g *grain) recover(rec persistence.Recovery) error {
 		g.events = append(g.events, evs...)
 		g.logSeq = le.Seq
 	}
+	g.trimJournal()
 	return nil
+}
+
+// trimJournal keeps the in-memory event journal near Timing.ResumeWindow
+// events. It lets the journal grow by a quarter of the window before it
+// copies the newest window into a fresh array (so the old one is freed),
+// which keeps the copying to about four events per event appended. A
+// finished match keeps none: it answers every hello with a snapshot
+// (docs/protocol.md §9.8) and a resync from before its end with one too.
+func (g *grain) trimJournal() {
+	w := g.deps.Timing.ResumeWindow
+	if g.engine != nil && g.engine.IsFinished() {
+		w = 0
+	}
+	n := len(g.events)
+	if n <= w+w/4 {
+		return
+	}
+	drop := n - w
+	g.journalFrom += int64(drop)
+	if w == 0 {
+		g.events = nil
+		return
+	}
+	g.events = slices.Clone(g.events[drop:])
+}
+
+// eventsFrom returns the events from fromSeq to the last seq: from the
+// journal, or else (a resuming hello from before the journal) rebuilt by
+// replaying the durable log on a scratch activation. ok is false when they
+// cannot be had: the caller sends a snapshot instead.
+func (g *grain) eventsFrom(fromSeq int64) (evs []protocol.EventEnvelope, ok bool) {
+	if fromSeq >= g.journalFrom {
+		return g.events[fromSeq-g.journalFrom:], true
+	}
+	all, err := g.replayLog(g.logSeq, g.engine.LastSeq())
+	if err != nil {
+		g.log.Warn("resume events not rebuilt from the log: snapshot instead", "from_seq", fromSeq, "err", err)
+		return nil, false
+	}
+	if g.deps.Metrics != nil {
+		g.deps.Metrics.JournalRebuilds.Add(1)
+	}
+	return all[fromSeq-1:], true
 }
 
 // apply runs one log entry against the engine and the clocks. It is the only
@@ -401,6 +448,7 @@ func (g *grain) persist(ctx actor.Context, e logEntry, evs []protocol.EventEnvel
 	}
 	g.logSeq++
 	g.events = append(g.events, evs...)
+	g.trimJournal()
 	g.sinceSS++
 	if g.sinceSS >= g.deps.Timing.SnapshotEvery || g.engine.IsFinished() {
 		g.snapshot(ctx)
@@ -573,51 +621,56 @@ func (g *grain) attached(seat int, sessionID string) *attachment {
 // rebuildJournal rebuilds the event journal up to the snapshot point from
 // the durable log (the store keeps the entries a snapshot covers), so a
 // client behind the snapshot resumes from events after a failover, not from
-// a snapshot (docs/protocol.md §13). It replays log entries 1..snapLogSeq on
-// a scratch activation; the events must end at snapEventSeq. A store that
-// cannot read its log back, or a replay that disagrees, leaves the journal
-// starting at the snapshot: resumes from before it then get a snapshot.
+// a snapshot (docs/protocol.md §13). The events must end at snapEventSeq. A
+// store that cannot read its log back, or a replay that disagrees, leaves the
+// journal starting at the snapshot; a resume from before it then tries the
+// log again (eventsFrom).
 func (g *grain) rebuildJournal(snapLogSeq, snapEventSeq int64) {
+	evs, err := g.replayLog(snapLogSeq, snapEventSeq)
+	if err != nil {
+		g.log.Warn("event journal not rebuilt", "log_seq", snapLogSeq, "err", err)
+		return
+	}
+	g.events, g.journalFrom = evs, 1
+}
+
+// replayLog replays log entries 1..toLogSeq on a scratch activation and
+// returns every event from seq 1; they must end at wantEventSeq.
+func (g *grain) replayLog(toLogSeq, wantEventSeq int64) ([]protocol.EventEnvelope, error) {
 	r, ok := g.deps.Store.(persistence.LogReader)
 	if !ok {
-		return
+		return nil, errors.New("the store cannot read its log back")
 	}
 	sctx, cancel := g.storeCtx()
 	defer cancel()
-	head, err := r.ReadLog(sctx, g.id, 1, snapLogSeq)
+	head, err := r.ReadLog(sctx, g.id, 1, toLogSeq)
 	if err != nil {
-		g.log.Warn("event journal not rebuilt: read log", "log_seq", snapLogSeq, "err", err)
-		return
+		return nil, fmt.Errorf("read log to %d: %w", toLogSeq, err)
 	}
 	eng, evs, err := g.deps.Rules.New(g.meta.Seed, g.meta.Decks)
 	if err != nil {
-		g.log.Warn("event journal not rebuilt: set up match", "err", err)
-		return
+		return nil, fmt.Errorf("set up match: %w", err)
 	}
 	scratch := &grain{deps: g.deps, id: g.id, log: g.log, meta: g.meta, engine: eng,
 		journal: map[journalKey]journalEntry{},
 		clock:   newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.deps.Timing)}
 	for i, le := range head {
 		if le.Seq != int64(i)+1 {
-			g.log.Warn("event journal not rebuilt: log gap", "seq", le.Seq, "want", i+1)
-			return
+			return nil, fmt.Errorf("log gap: entry %d, want %d", le.Seq, i+1)
 		}
 		var e logEntry
 		if err := decodeInternal(le.Payload, &e); err != nil {
-			g.log.Warn("event journal not rebuilt: decode", "seq", le.Seq, "err", err)
-			return
+			return nil, fmt.Errorf("log entry %d: %w", le.Seq, err)
 		}
 		more, err := scratch.apply(e)
 		if err != nil {
-			g.log.Warn("event journal not rebuilt: replay", "seq", le.Seq, "err", err)
-			return
+			return nil, fmt.Errorf("replay log entry %d: %w", le.Seq, err)
 		}
 		evs = append(evs, more...)
 	}
-	if int64(len(head)) != snapLogSeq || eng.LastSeq() != snapEventSeq || (len(evs) > 0 && evs[len(evs)-1].Seq != snapEventSeq) {
-		g.log.Warn("event journal not rebuilt: replay disagrees with the snapshot",
-			"entries", len(head), "log_seq", snapLogSeq, "event_seq", eng.LastSeq(), "want_event_seq", snapEventSeq)
-		return
+	if int64(len(head)) != toLogSeq || eng.LastSeq() != wantEventSeq || len(evs) == 0 || evs[0].Seq != 1 || evs[len(evs)-1].Seq != wantEventSeq {
+		return nil, fmt.Errorf("replay disagrees: %d entries to log seq %d, event seq %d, want %d",
+			len(head), toLogSeq, eng.LastSeq(), wantEventSeq)
 	}
-	g.events, g.journalFrom = evs, 1
+	return evs, nil
 }

@@ -29,6 +29,9 @@ type Metrics struct {
 	// Appends); AppendDuration is their latency distribution.
 	AppendSeconds  prometheus.Counter
 	AppendDuration prometheus.Histogram
+	// JournalRebuilds counts resumes from before the in-memory event
+	// journal (Timing.ResumeWindow), answered by replaying the durable log.
+	JournalRebuilds prometheus.Counter
 
 	mu        sync.Mutex
 	takeovers []Takeover // ring, newest last
@@ -123,12 +126,16 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "matchgrain_store_append_duration_seconds", Help: "Latency of command-log appends (the intent waits for it).",
 			Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5},
 		}),
+		JournalRebuilds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "matchgrain_grain_journal_rebuilds_total",
+			Help: "Resumes from before the in-memory event journal (--resume-window), answered by replaying the durable log.",
+		}),
 	}
 	fenced := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "matchgrain_store_fenced_writes_total", Help: "Writes of stale activations refused by the epoch fence.",
 	}, func() float64 { return float64(m.fenced.Load()) })
 	for _, c := range []prometheus.Collector{m.ActiveGrains, m.IntentsAccepted, m.IntentsRejected,
-		m.Appends, m.AppendErrors, m.AppendSeconds, m.AppendDuration, fenced} {
+		m.Appends, m.AppendErrors, m.AppendSeconds, m.AppendDuration, m.JournalRebuilds, fenced} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register grain metrics: %w", err)
 		}

@@ -1,11 +1,16 @@
 package actors
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/protocol"
@@ -379,5 +384,113 @@ func testJournalRebuilt(t *testing.T, tn *testNode) {
 	ev := expectFrame[*protocol.ServerEvents](t, k)
 	if ev.FromSeq != 3 || ev.ToSeq != seq || len(ev.Events) == 0 || ev.Events[0].Seq != 3 {
 		t.Fatalf("resume from 2 after reactivation: events %d..%d (%d), want 3..%d", ev.FromSeq, ev.ToSeq, len(ev.Events), seq)
+	}
+}
+
+// A grain keeps only its latest Timing.ResumeWindow events in memory: a
+// hello resuming from before them gets every event since, rebuilt from the
+// durable log and identical to what the seat saw live; a resync from before
+// them gets a snapshot; a resume inside the window needs no replay.
+func TestGrainResumeBeyondWindow(t *testing.T) {
+	for _, sk := range storeKinds {
+		t.Run(sk.name, func(t *testing.T) {
+			timing := fastTiming()
+			timing.ResumeWindow = 4
+			testResumeBeyondWindow(t, startTestNodeOn(t, timing, sk.open(t)))
+		})
+	}
+}
+
+func testResumeBeyondWindow(t *testing.T, tn *testNode) {
+	id := tn.create(t, 0)
+	seats := [2]*Seat{}
+	sinks := [2]*frameSink{}
+	for s := range 2 {
+		seats[s], sinks[s] = tn.open(t, id, s, 0)
+		expectFrame[*protocol.ServerHello](t, sinks[s])
+	}
+	// Seat 0's events as they arrived live, encoded, from seq 2 on.
+	var live [][]byte
+	var seq int64 = 1
+	for i := range 12 {
+		s := i % 2
+		sendIntent(t, seats[s], fmt.Sprintf("end-%d", i), seq, protocol.EndTurn{})
+		res := expectResult(t, sinks[s], fmt.Sprintf("end-%d", i))
+		if !res.Accepted {
+			t.Fatalf("intent %d: %+v", i, res)
+		}
+		seq = res.EventSeq
+		for {
+			ev, ok := sinks[0].next(t).(*protocol.ServerEvents)
+			if !ok {
+				continue
+			}
+			for _, e := range ev.Events {
+				b, err := protocol.AppendEvent(nil, e.Event)
+				if err != nil {
+					t.Fatalf("encode event %d: %v", e.Seq, err)
+				}
+				live = append(live, append(binary.AppendVarint(nil, e.Seq), b...))
+			}
+			if ev.ToSeq == seq {
+				break
+			}
+		}
+	}
+	if seq < 3*4 {
+		t.Fatalf("only %d events: the test needs many more than the window", seq)
+	}
+	rebuilds := func() float64 { return testutil.ToFloat64(tn.metrics.JournalRebuilds) }
+
+	// A resync from seq 2 is long before the window: a snapshot.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := seats[0].Resync(ctx, 2, false); err != nil {
+		t.Fatalf("resync: %v", err)
+	}
+	if snap := expectFrame[*protocol.ServerSnapshot](t, sinks[0]); snap.View.EventSeq != seq {
+		t.Fatalf("resync snapshot at %d, want %d", snap.View.EventSeq, seq)
+	}
+	if n := rebuilds(); n != 0 {
+		t.Fatalf("a resync replayed the log (%v rebuilds)", n)
+	}
+
+	// A hello from seq 1: every event from 2, as seat 0 saw them live.
+	_, k := tn.open(t, id, 0, 1)
+	if h := expectFrame[*protocol.ServerHello](t, k); !h.Resumed || h.EventSeq != seq {
+		t.Fatalf("hello resuming from 1: %+v, want resumed at seq %d", h, seq)
+	}
+	var resumed [][]byte
+	for last := int64(1); last < seq; {
+		ev := expectFrame[*protocol.ServerEvents](t, k)
+		if ev.FromSeq != last+1 {
+			t.Fatalf("resumed events %d..%d after %d", ev.FromSeq, ev.ToSeq, last)
+		}
+		for _, e := range ev.Events {
+			b, err := protocol.AppendEvent(nil, e.Event)
+			if err != nil {
+				t.Fatalf("encode event %d: %v", e.Seq, err)
+			}
+			resumed = append(resumed, append(binary.AppendVarint(nil, e.Seq), b...))
+		}
+		last = ev.ToSeq
+	}
+	if !slices.EqualFunc(live, resumed, bytes.Equal) {
+		t.Fatalf("resumed events differ from the live ones: %d live, %d resumed", len(live), len(resumed))
+	}
+	if n := rebuilds(); n != 1 {
+		t.Fatalf("%v journal rebuilds after a resume from before the window, want 1", n)
+	}
+
+	// A hello from two events back is inside the window: no replay.
+	_, k = tn.open(t, id, 0, seq-2)
+	if h := expectFrame[*protocol.ServerHello](t, k); !h.Resumed {
+		t.Fatalf("hello resuming inside the window: %+v", h)
+	}
+	if ev := expectFrame[*protocol.ServerEvents](t, k); ev.FromSeq != seq-1 || ev.ToSeq != seq {
+		t.Fatalf("resume inside the window: events %d..%d, want %d..%d", ev.FromSeq, ev.ToSeq, seq-1, seq)
+	}
+	if n := rebuilds(); n != 1 {
+		t.Fatalf("%v journal rebuilds after a resume inside the window, want still 1", n)
 	}
 }

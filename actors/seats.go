@@ -61,12 +61,15 @@ func (g *grain) onAttach(ctx actor.Context, m *AttachSeat) {
 	g.absent.Since[m.Seat] = 0
 
 	var frames []OutFrame
-	resumable := !g.engine.IsFinished() && m.ResumeFromSeq > 0 &&
-		m.ResumeFromSeq+1 >= g.journalFrom && m.ResumeFromSeq <= g.engine.LastSeq()
+	resumable := !g.engine.IsFinished() && m.ResumeFromSeq > 0 && m.ResumeFromSeq <= g.engine.LastSeq()
 	var state []OutFrame
 	if resumable {
-		state = g.eventsFrames(m.Seat, m.ResumeFromSeq+1)
-	} else {
+		var evs []protocol.EventEnvelope
+		if evs, resumable = g.eventsFrom(m.ResumeFromSeq + 1); resumable {
+			state = g.eventsFrames(m.Seat, m.ResumeFromSeq+1, evs)
+		}
+	}
+	if !resumable {
 		state = []OutFrame{g.snapshotFrame(m.Seat)}
 	}
 	if !m.Reattach {
@@ -233,10 +236,12 @@ func (g *grain) onResync(ctx actor.Context, m *ResyncSeat) {
 	}
 	g.respond(ctx, &Reply{Code: ReplyOK})
 	var fs []OutFrame
+	// A resync from before the journal gets a snapshot, not a replay of the
+	// log: an open connection can ask again and again (docs/protocol.md §4.4).
 	if m.Full || m.FromSeq < g.journalFrom || m.FromSeq < 1 {
 		fs = []OutFrame{g.snapshotFrame(m.Seat)}
 	} else {
-		fs = g.eventsFrames(m.Seat, m.FromSeq)
+		fs = g.eventsFrames(m.Seat, m.FromSeq, g.events[min(m.FromSeq-g.journalFrom, int64(len(g.events))):])
 	}
 	ctx.Send(a.pid, envelope.Wrap(&SeatFrames{Epoch: g.epoch, Requested: true, Frames: fs}))
 }

@@ -88,6 +88,7 @@ func parseFlags(args []string) (options, error) {
 	clock := fs.Duration("clock-interval", def.ClockInterval, "longest gap between ServerClock frames")
 	keepAlive := fs.Duration("seat-keepalive", def.SeatKeepAlive, "how often an edge proves a seat's connection to its grain")
 	snapEvery := fs.Int("snapshot-every", def.SnapshotEvery, "snapshot a match every N log entries")
+	resumeWindow := fs.Int("resume-window", def.ResumeWindow, "events of each match kept in memory for resumes (older ones are read back from the log when a client resumes from further back)")
 	idleStop := fs.Duration("idle-stop", def.IdleStop, "stop a finished match's grain after this long without requests")
 	botThink := fs.Duration("bot-think", def.BotThink, "how long a bot seat thinks before each decision (shorter than decision-time)")
 	ttl := fs.Duration("ticket-ttl", edge.DefaultTicketTTL, "ticket lifetime")
@@ -141,7 +142,7 @@ func parseFlags(args []string) (options, error) {
 	o.edgeOnly, o.demo, o.demoExit, o.jsonLogs, o.logLevel = *edgeOnly, *demo, *demoExit, *jsonLogs, *level
 	o.publicPlay = *publicPlay || *demo
 	o.timing = actors.Timing{DecisionTime: *decision, BankTime: *bank, AbsenceTimeout: *absence, ClockInterval: *clock,
-		SeatKeepAlive: *keepAlive, SnapshotEvery: *snapEvery, IdleStop: *idleStop, BotThink: *botThink}
+		SeatKeepAlive: *keepAlive, SnapshotEvery: *snapEvery, ResumeWindow: *resumeWindow, IdleStop: *idleStop, BotThink: *botThink}
 	o.ticketTTL, o.helloTimeout, o.hbIdle, o.hbTimeout = *ttl, *hello, *hbIdle, *hbTimeout
 	o.reclaimInterval, o.reclaimLease, o.probeInterval, o.demoDelay = *reclaim, *lease, *probe, *demoDelay
 	if *storeTimeout <= 0 {
