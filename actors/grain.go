@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -118,11 +117,12 @@ type grain struct {
 	// rejected remembers rejections so a re-sent id answers the same way;
 	// it is memory only: a rejection changed nothing worth persisting.
 	rejected map[journalKey]protocol.ServerIntentResult
-	// events is the event journal from journalFrom to the last seq: the
-	// latest Timing.ResumeWindow events or a few more (trimJournal); older
-	// ones are rebuilt from the durable log when a resume needs them.
-	events      []protocol.EventEnvelope
-	journalFrom int64
+	// recent holds the latest Timing.ResumeWindow events or a few more
+	// (keepEvents); older ones are rebuilt from the durable log when a
+	// resume needs them.
+	recent eventJournal
+	// everyEvent, when set (ReplayMatch), collects every event as well.
+	everyEvent *[]protocol.EventEnvelope
 
 	refusal string // why the activation was refused (stateRefused)
 
@@ -264,7 +264,7 @@ func (g *grain) recover(rec persistence.Recovery) error {
 		for _, j := range ss.Journal {
 			g.journal[journalKey{j.Seat, j.IntentID}] = j
 		}
-		g.journalFrom = eng.LastSeq() + 1
+		g.recent.reset(eng.LastSeq() + 1)
 		if !eng.IsFinished() {
 			// A finished match answers every hello with a snapshot
 			// (docs/protocol.md §9.8); its log may be pruned anyway.
@@ -275,7 +275,9 @@ func (g *grain) recover(rec persistence.Recovery) error {
 		if err != nil {
 			return fmt.Errorf("set up match: %w", err)
 		}
-		g.engine, g.events, g.journalFrom = eng, evs, 1
+		g.engine = eng
+		g.recent.reset(1)
+		g.keepEvents(evs)
 		g.clock = newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.deps.Timing)
 		g.absent = absence{Since: [2]int64{g.meta.CreatedAt, g.meta.CreatedAt}}
 		for s := range 2 {
@@ -296,35 +298,30 @@ func (g *grain) recover(rec persistence.Recovery) error {
 		if err != nil {
 			return fmt.Errorf("replay log entry %d: %w", le.Seq, err)
 		}
-		g.events = append(g.events, evs...)
+		g.keepEvents(evs)
 		g.logSeq = le.Seq
 	}
-	g.trimJournal()
 	return nil
 }
 
-// trimJournal keeps the in-memory event journal near Timing.ResumeWindow
-// events. It lets the journal grow by a quarter of the window before it
-// copies the newest window into a fresh array (so the old one is freed),
-// which keeps the copying to about four events per event appended. A
-// finished match keeps none: it answers every hello with a snapshot
-// (docs/protocol.md §9.8) and a resync from before its end with one too.
-func (g *grain) trimJournal() {
-	w := g.deps.Timing.ResumeWindow
-	if g.engine != nil && g.engine.IsFinished() {
-		w = 0
+// keepEvents adds a batch to the in-memory event journal and trims it to
+// Timing.ResumeWindow. A finished match keeps none: it answers every hello
+// with a snapshot (docs/protocol.md §9.8) and a resync from before its end
+// with one too. An event that cannot be encoded (a bug) empties the
+// journal: resumes from before it then replay the log or get a snapshot.
+func (g *grain) keepEvents(evs []protocol.EventEnvelope) {
+	if g.everyEvent != nil {
+		*g.everyEvent = append(*g.everyEvent, evs...)
 	}
-	n := len(g.events)
-	if n <= w+w/4 {
+	if err := g.recent.add(evs); err != nil {
+		g.log.Error("keep events for resumes", "err", err)
+		g.recent.reset(g.engine.LastSeq() + 1)
+	}
+	if g.engine.IsFinished() {
+		g.recent.trim(0)
 		return
 	}
-	drop := n - w
-	g.journalFrom += int64(drop)
-	if w == 0 {
-		g.events = nil
-		return
-	}
-	g.events = slices.Clone(g.events[drop:])
+	g.recent.trim(g.deps.Timing.ResumeWindow)
 }
 
 // eventsFrom returns the events from fromSeq to the last seq: from the
@@ -332,8 +329,12 @@ func (g *grain) trimJournal() {
 // replaying the durable log on a scratch activation. ok is false when they
 // cannot be had: the caller sends a snapshot instead.
 func (g *grain) eventsFrom(fromSeq int64) (evs []protocol.EventEnvelope, ok bool) {
-	if fromSeq >= g.journalFrom {
-		return g.events[fromSeq-g.journalFrom:], true
+	evs, err := g.recent.since(fromSeq)
+	if err == nil {
+		return evs, true
+	}
+	if !errors.Is(err, errNotJournaled) {
+		g.log.Error("read events kept for resumes", "from_seq", fromSeq, "err", err)
 	}
 	all, err := g.replayLog(g.logSeq, g.engine.LastSeq())
 	if err != nil {
@@ -447,8 +448,7 @@ func (g *grain) persist(ctx actor.Context, e logEntry, evs []protocol.EventEnvel
 		return false
 	}
 	g.logSeq++
-	g.events = append(g.events, evs...)
-	g.trimJournal()
+	g.keepEvents(evs)
 	g.sinceSS++
 	if g.sinceSS >= g.deps.Timing.SnapshotEvery || g.engine.IsFinished() {
 		g.snapshot(ctx)
@@ -519,7 +519,7 @@ func (g *grain) halt(ctx actor.Context) {
 		}
 	}
 	g.engine = nil
-	g.events = nil
+	g.recent = eventJournal{}
 	ctx.Poison(ctx.Self())
 }
 
@@ -631,7 +631,9 @@ func (g *grain) rebuildJournal(snapLogSeq, snapEventSeq int64) {
 		g.log.Warn("event journal not rebuilt", "log_seq", snapLogSeq, "err", err)
 		return
 	}
-	g.events, g.journalFrom = evs, 1
+	// Only the latest window is kept; the tail replayed next adds to it.
+	g.recent.reset(max(1, snapEventSeq+1-int64(g.deps.Timing.ResumeWindow)))
+	g.keepEvents(evs[g.recent.from-1:])
 }
 
 // replayLog replays log entries 1..toLogSeq on a scratch activation and

@@ -487,8 +487,18 @@ func testResumeBeyondWindow(t *testing.T, tn *testNode) {
 	if h := expectFrame[*protocol.ServerHello](t, k); !h.Resumed {
 		t.Fatalf("hello resuming inside the window: %+v", h)
 	}
-	if ev := expectFrame[*protocol.ServerEvents](t, k); ev.FromSeq != seq-1 || ev.ToSeq != seq {
+	ev := expectFrame[*protocol.ServerEvents](t, k)
+	if ev.FromSeq != seq-1 || ev.ToSeq != seq {
 		t.Fatalf("resume inside the window: events %d..%d, want %d..%d", ev.FromSeq, ev.ToSeq, seq-1, seq)
+	}
+	for i, e := range ev.Events {
+		b, err := protocol.AppendEvent(nil, e.Event)
+		if err != nil {
+			t.Fatalf("encode event %d: %v", e.Seq, err)
+		}
+		if want := live[len(live)-len(ev.Events)+i]; !bytes.Equal(want, append(binary.AppendVarint(nil, e.Seq), b...)) {
+			t.Fatalf("event %d resumed from the window differs from the live one", e.Seq)
+		}
 	}
 	if n := rebuilds(); n != 1 {
 		t.Fatalf("%v journal rebuilds after a resume inside the window, want still 1", n)

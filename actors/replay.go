@@ -79,6 +79,8 @@ func ReplayMatch(rules Rules, timing Timing, meta []byte, snap *persistence.Snap
 		}
 	}
 	full := fresh()
+	var all []protocol.EventEnvelope
+	full.everyEvent = &all
 	if err := full.recover(persistence.Recovery{Meta: meta, Tail: log[:upTo]}); err != nil {
 		return r, fmt.Errorf("replay from the log: %w", err)
 	}
@@ -101,7 +103,7 @@ func ReplayMatch(rules Rules, timing Timing, meta []byte, snap *persistence.Snap
 		if err != nil {
 			return r, fmt.Errorf("replay: log entry %d: %w", le.Seq, err)
 		}
-		full.events = append(full.events, evs...)
+		full.keepEvents(evs)
 		full.logSeq = le.Seq
 	}
 	// As an activation would.
@@ -119,14 +121,14 @@ func ReplayMatch(rules Rules, timing Timing, meta []byte, snap *persistence.Snap
 	}
 	r.FinalIdentical = bytes.Equal(a, b) && full.logSeq == act.logSeq
 	h := sha256.New()
-	for _, e := range full.events {
+	for _, e := range all {
 		enc, err := encodeInternal(e)
 		if err != nil {
 			return r, fmt.Errorf("replay: encode event %d: %w", e.Seq, err)
 		}
 		h.Write(enc)
 	}
-	r.Events, r.EventsSHA256 = len(full.events), hex.EncodeToString(h.Sum(nil))
+	r.Events, r.EventsSHA256 = len(all), hex.EncodeToString(h.Sum(nil))
 	r.Version, r.RulesVersion = full.meta.Version, RulesVersion(rules)
 	r.Names, r.Decks, r.Seed, r.CreatedAt = full.meta.Names, full.meta.Decks, full.meta.Seed, full.meta.CreatedAt
 	r.LogSeq, r.EventSeq, r.Finished = full.logSeq, full.engine.LastSeq(), full.engine.IsFinished()

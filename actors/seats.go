@@ -238,10 +238,18 @@ func (g *grain) onResync(ctx actor.Context, m *ResyncSeat) {
 	var fs []OutFrame
 	// A resync from before the journal gets a snapshot, not a replay of the
 	// log: an open connection can ask again and again (docs/protocol.md §4.4).
-	if m.Full || m.FromSeq < g.journalFrom || m.FromSeq < 1 {
+	var evs []protocol.EventEnvelope
+	err := errNotJournaled
+	if !m.Full && m.FromSeq >= 1 {
+		evs, err = g.recent.since(m.FromSeq)
+		if err != nil && !errors.Is(err, errNotJournaled) {
+			g.log.Error("read events kept for resumes", "from_seq", m.FromSeq, "err", err)
+		}
+	}
+	if err != nil {
 		fs = []OutFrame{g.snapshotFrame(m.Seat)}
 	} else {
-		fs = g.eventsFrames(m.Seat, m.FromSeq, g.events[min(m.FromSeq-g.journalFrom, int64(len(g.events))):])
+		fs = g.eventsFrames(m.Seat, m.FromSeq, evs)
 	}
 	ctx.Send(a.pid, envelope.Wrap(&SeatFrames{Epoch: g.epoch, Requested: true, Frames: fs}))
 }

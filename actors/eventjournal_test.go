@@ -1,0 +1,122 @@
+package actors
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/matchgrain/matchgrain/protocol"
+)
+
+// The journal keeps events encoded: whatever a seat is sent from it must be
+// byte-identical to what it would be sent from the events as the engine made
+// them, for every event of whole random games of the real rules, both seats.
+func TestEventJournalKeepsRealGamesExactly(t *testing.T) {
+	rules := GameRules{}
+	for game := range 20 {
+		seed := uint64(1000 + game)
+		eng, evs, err := rules.New(seed, [2]string{"S1", "S2"})
+		if err != nil {
+			t.Fatalf("new game: %v", err)
+		}
+		var j eventJournal
+		j.reset(1)
+		all := append([]protocol.EventEnvelope(nil), evs...)
+		if err := j.add(evs); err != nil {
+			t.Fatalf("add setup: %v", err)
+		}
+		rng := rand.New(rand.NewPCG(seed, 7))
+		for steps := 0; !eng.IsFinished() && steps < 2000; steps++ {
+			p := eng.Decider()
+			var legal []protocol.Intent
+			for _, in := range eng.View(p).LegalIntents {
+				if in.IntentKind() != protocol.IntentConcede { // the grain's, not the engine's
+					legal = append(legal, in)
+				}
+			}
+			if len(legal) == 0 {
+				t.Fatalf("game %d: no legal intent for the decider", game)
+			}
+			batch, err := eng.Execute(p, legal[rng.IntN(len(legal))])
+			if err != nil {
+				t.Fatalf("game %d: execute a legal intent: %v", game, err)
+			}
+			all = append(all, batch...)
+			if err := j.add(batch); err != nil {
+				t.Fatalf("game %d: add: %v", game, err)
+			}
+		}
+		got, err := j.since(1)
+		if err != nil {
+			t.Fatalf("game %d: since(1): %v", game, err)
+		}
+		if len(got) != len(all) {
+			t.Fatalf("game %d: %d events back, %d kept", game, len(got), len(all))
+		}
+		for i := range all {
+			if got[i].Seq != all[i].Seq {
+				t.Fatalf("game %d: event %d has seq %d, want %d", game, i, got[i].Seq, all[i].Seq)
+			}
+			for seat := range 2 {
+				want, wok := rules.Project(seat, all[i].Event)
+				have, hok := rules.Project(seat, got[i].Event)
+				if wok != hok {
+					t.Fatalf("game %d: event %d visible to seat %d: %v from the engine, %v from the journal", game, all[i].Seq, seat, wok, hok)
+				}
+				if !wok {
+					continue
+				}
+				a, err1 := protocol.AppendEvent(nil, want)
+				b, err2 := protocol.AppendEvent(nil, have)
+				if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+					t.Fatalf("game %d: event %d as seat %d sees it differs (%v, %v):\n%x\n%x", game, all[i].Seq, seat, err1, err2, a, b)
+				}
+			}
+		}
+	}
+}
+
+// toyEvents is n events from seq from.
+func toyEvents(from int64, n int) []protocol.EventEnvelope {
+	evs := make([]protocol.EventEnvelope, n)
+	for i := range evs {
+		evs[i] = protocol.EventEnvelope{Seq: from + int64(i), Event: &protocol.PhaseStartedEvent{Phase: protocol.Phase(i % 5)}}
+	}
+	return evs
+}
+
+func TestEventJournalTrimAndSince(t *testing.T) {
+	var j eventJournal
+	j.reset(1)
+	next := int64(1)
+	for range 40 { // batches of 3
+		if err := j.add(toyEvents(next, 3)); err != nil {
+			t.Fatalf("add: %v", err)
+		}
+		next += 3
+		j.trim(10)
+		// At least the 10 newest (all while there are fewer), at most a
+		// quarter more and a batch.
+		if j.events < min(10, int(next-1)) || j.events > 10+10/4+3 || j.from != next-int64(j.events) {
+			t.Fatalf("after trim: %d events from %d, next %d", j.events, j.from, next)
+		}
+	}
+	if _, err := j.since(j.from - 1); !errors.Is(err, errNotJournaled) {
+		t.Fatalf("since before the journal: %v, want errNotJournaled", err)
+	}
+	evs, err := j.since(next - 5)
+	if err != nil || len(evs) != 5 || evs[0].Seq != next-5 || evs[4].Seq != next-1 {
+		t.Fatalf("since(next-5): %d events, %v", len(evs), err)
+	}
+	if evs, err := j.since(next); err != nil || len(evs) != 0 {
+		t.Fatalf("since(next): %v, %v; want none", evs, err)
+	}
+	if err := j.add(toyEvents(next+1, 2)); err == nil {
+		t.Fatal("a gap in seqs was accepted")
+	}
+	j.trim(0)
+	if j.events != 0 || len(j.batches) != 0 || j.from != next {
+		t.Fatalf("trim(0): %d events in %d batches from %d", j.events, len(j.batches), j.from)
+	}
+}
