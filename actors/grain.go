@@ -113,7 +113,7 @@ type grain struct {
 	clock   decisionClock
 	absent  absence
 	// journal holds accepted intents by seat and id (durable via the log).
-	journal map[journalKey]journalEntry
+	journal intentJournal
 	// rejected remembers rejections so a re-sent id answers the same way;
 	// it is memory only: a rejection changed nothing worth persisting.
 	rejected map[journalKey]protocol.ServerIntentResult
@@ -173,7 +173,7 @@ func (g *grain) storeCtx() (context.Context, context.CancelFunc) {
 func (g *grain) activate(ctx actor.Context, id string) {
 	g.id = id
 	g.log = g.deps.Logger.With("match", id)
-	g.journal = map[journalKey]journalEntry{}
+	g.journal = intentJournal{}
 	g.rejected = map[journalKey]protocol.ServerIntentResult{}
 	if g.deps.MayActivate != nil {
 		if err := g.deps.MayActivate(); err != nil {
@@ -262,7 +262,7 @@ func (g *grain) recover(rec persistence.Recovery) error {
 		}
 		g.engine, g.clock, g.absent, g.logSeq = eng, ss.Clock, ss.Absent, rec.Snapshot.Seq
 		for _, j := range ss.Journal {
-			g.journal[journalKey{j.Seat, j.IntentID}] = j
+			g.journal.add(j.Seat, j.IntentID, j.EventSeq)
 		}
 		g.recent.reset(eng.LastSeq() + 1)
 		if !eng.IsFinished() {
@@ -395,7 +395,7 @@ func (g *grain) applyIntent(e logEntry, in protocol.Intent) ([]protocol.EventEnv
 			return nil, err
 		}
 	}
-	g.journal[journalKey{e.Seat, e.IntentID}] = journalEntry{Seat: e.Seat, IntentID: e.IntentID, EventSeq: g.engine.LastSeq()}
+	g.journal.add(e.Seat, e.IntentID, g.engine.LastSeq())
 	g.afterChange(e.At)
 	return evs, nil
 }
@@ -475,11 +475,7 @@ func (g *grain) snapshot(ctx actor.Context) {
 		g.log.Error("marshal engine state", "err", err)
 		return
 	}
-	ss := grainSnapshot{Version: snapshotVersion, Engine: state, Clock: g.clock, Absent: g.absent}
-	ss.Journal = make([]journalEntry, 0, len(g.journal))
-	for _, j := range g.journal {
-		ss.Journal = append(ss.Journal, j)
-	}
+	ss := grainSnapshot{Version: snapshotVersion, Engine: state, Clock: g.clock, Absent: g.absent, Journal: g.journal.entries()}
 	data, err := encodeInternal(ss)
 	if err != nil {
 		g.log.Error("encode snapshot", "err", err)
@@ -654,7 +650,7 @@ func (g *grain) replayLog(toLogSeq, wantEventSeq int64) ([]protocol.EventEnvelop
 		return nil, fmt.Errorf("set up match: %w", err)
 	}
 	scratch := &grain{deps: g.deps, id: g.id, log: g.log, meta: g.meta, engine: eng,
-		journal: map[journalKey]journalEntry{},
+		journal: intentJournal{},
 		clock:   newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.deps.Timing)}
 	for i, le := range head {
 		if le.Seq != int64(i)+1 {

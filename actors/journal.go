@@ -2,10 +2,15 @@ package actors
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/matchgrain/matchgrain/protocol"
 )
 
 // matchMeta is what CreateMatch stores; with the command log it determines
@@ -163,4 +168,47 @@ func encodeField(enc *msgpack.Encoder, key string, value func() error) error {
 		return err
 	}
 	return value()
+}
+
+// intentJournal is the idempotency journal: the event seq each accepted
+// intent produced, by seat and intent id. It is keyed by one string, the
+// seat's digit and then the id, with only the seq as the value: a grain
+// holds one entry per accepted intent of the whole match (a duplicate is
+// recognised however late it comes), and a struct key and an entry that
+// repeats it took about twice the memory.
+type intentJournal map[string]int64
+
+// key builds the lookup key in buf; a lookup with string(key) does not
+// allocate.
+func (intentJournal) key(buf *[1 + protocol.MaxIntentIDLen]byte, seat int, id string) []byte {
+	return append(append(buf[:0], byte('0'+seat)), id...)
+}
+
+// lookup returns the event seq of seat's accepted intent id.
+func (j intentJournal) lookup(seat int, id string) (int64, bool) {
+	var buf [1 + protocol.MaxIntentIDLen]byte
+	seq, ok := j[string(j.key(&buf, seat, id))]
+	return seq, ok
+}
+
+// add records seat's accepted intent id and the event seq it produced.
+func (j intentJournal) add(seat int, id string, eventSeq int64) {
+	var buf [1 + protocol.MaxIntentIDLen]byte
+	j[string(j.key(&buf, seat, id))] = eventSeq
+}
+
+// entries lists the journal for a snapshot, sorted by seat and id so that
+// equal journals encode alike.
+func (j intentJournal) entries() []journalEntry {
+	out := make([]journalEntry, 0, len(j))
+	for k, seq := range j {
+		out = append(out, journalEntry{Seat: int(k[0] - '0'), IntentID: k[1:], EventSeq: seq})
+	}
+	slices.SortFunc(out, func(a, b journalEntry) int {
+		if c := cmp.Compare(a.Seat, b.Seat); c != 0 {
+			return c
+		}
+		return strings.Compare(a.IntentID, b.IntentID)
+	})
+	return out
 }

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,4 +86,29 @@ func BenchmarkEncodeLogEntry(b *testing.B) {
 			}
 		}
 	})
+}
+
+func TestIntentJournal(t *testing.T) {
+	j := intentJournal{}
+	j.add(1, "b", 7)
+	j.add(0, "b", 5)
+	j.add(0, "a", 3)
+	if seq, ok := j.lookup(0, "b"); !ok || seq != 5 {
+		t.Fatalf("lookup(0, b) = %d, %v; want 5", seq, ok)
+	}
+	if _, ok := j.lookup(1, "a"); ok {
+		t.Fatal("seat 1 found seat 0's intent id")
+	}
+	want := []journalEntry{{0, "a", 3}, {0, "b", 5}, {1, "b", 7}}
+	if got := j.entries(); !slices.Equal(got, want) {
+		t.Fatalf("entries = %v, want %v", got, want)
+	}
+	long := strings.Repeat("x", protocol.MaxIntentIDLen)
+	j.add(1, long, 9)
+	if seq, ok := j.lookup(1, long); !ok || seq != 9 {
+		t.Fatalf("lookup of a %d-byte id = %d, %v", len(long), seq, ok)
+	}
+	if n := testing.AllocsPerRun(100, func() { j.lookup(0, "b") }); n != 0 {
+		t.Errorf("a lookup allocates %v times", n)
+	}
 }

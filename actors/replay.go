@@ -65,7 +65,7 @@ func ReplayMatch(rules Rules, timing Timing, meta []byte, snap *persistence.Snap
 	}
 	fresh := func() *grain {
 		deps := &GrainDeps{Rules: rules, Timing: timing, Logger: slog.New(slog.DiscardHandler)}
-		return &grain{deps: deps, journal: map[journalKey]journalEntry{}, rejected: map[journalKey]protocol.ServerIntentResult{}}
+		return &grain{deps: deps, journal: intentJournal{}, rejected: map[journalKey]protocol.ServerIntentResult{}}
 	}
 	// From the log alone: up to the snapshot's seq first, to compare there.
 	var upTo int
@@ -146,22 +146,8 @@ func stateBytes(g *grain) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replay: marshal engine state: %w", err)
 	}
-	ss := grainSnapshot{Version: snapshotVersion, Engine: eng, Clock: g.clock, Journal: sortedJournal(g)}
+	ss := grainSnapshot{Version: snapshotVersion, Engine: eng, Clock: g.clock, Journal: g.journal.entries()}
 	return encodeInternal(ss)
-}
-
-func sortedJournal(g *grain) []journalEntry {
-	out := make([]journalEntry, 0, len(g.journal))
-	for _, j := range g.journal {
-		out = append(out, j)
-	}
-	slices.SortFunc(out, func(a, b journalEntry) int {
-		if c := cmp.Compare(a.Seat, b.Seat); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.IntentID, b.IntentID)
-	})
-	return out
 }
 
 // sameAsSnapshot compares g (rebuilt from the log up to the snapshot's

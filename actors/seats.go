@@ -107,8 +107,8 @@ func (g *grain) handleIntent(ctx actor.Context, a *attachment, m *SubmitIntent) 
 		return ReplyBadRequest, "undecodable intent frame"
 	}
 	key := journalKey{m.Seat, ci.IntentID}
-	if j, ok := g.journal[key]; ok {
-		g.sendResult(ctx, a, protocol.ServerIntentResult{IntentID: ci.IntentID, Accepted: true, EventSeq: j.EventSeq, Duplicate: true})
+	if seq, ok := g.journal.lookup(m.Seat, ci.IntentID); ok {
+		g.sendResult(ctx, a, protocol.ServerIntentResult{IntentID: ci.IntentID, Accepted: true, EventSeq: seq, Duplicate: true})
 		return ReplyOK, ""
 	}
 	if r, ok := g.rejected[key]; ok {
