@@ -23,7 +23,8 @@
 #   MEASURE_IDLE_HOLD  how long they are held (default 30s)
 #   MEASURE_PROFILE    directory: also take a 20 s CPU profile and a heap
 #                      profile of the node during each workload (pprof through
-#                      --debug-listen), with the matchd binary next to them
+#                      --debug-listen) and its runtime.MemStats, with the matchd
+#                      binary next to them
 #   DATABASE_URL       use this PostgreSQL instead of a throwaway one
 # Everything listens on 127.0.0.1 and stops by itself; the JSON reports stay
 # in the work directory printed at the start until the script exits.
@@ -76,7 +77,10 @@ run_all() {
 		prof_pid=
 		(sleep "$2"
 			curl -s -o "$prof/$1.cpu.pprof" "$debug/debug/pprof/profile?seconds=20" || true
-			curl -s -o "$prof/$1.heap.pprof" "$debug/debug/pprof/heap" || true) &
+			curl -s -o "$prof/$1.heap.pprof" "$debug/debug/pprof/heap" || true
+			# runtime.MemStats in text (the end of the file): heap in use and
+			# idle, stacks, what the runtime holds from the OS.
+			curl -s "$debug/debug/pprof/heap?debug=1" | sed -n '/^# runtime.MemStats/,$p' >"$prof/$1.memstats.txt" || true) &
 		prof_pid=$!
 	}
 	secs() { python3 -c "import sys,re; m=re.fullmatch(r'(\d+)(s|m)', sys.argv[1]); print(int(m[1])*(60 if m[2]=='m' else 1))" "$1"; }
