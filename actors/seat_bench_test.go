@@ -30,14 +30,10 @@ func quietSystem() *actor.ActorSystem {
 // a grain would push to, and how to end it.
 func benchSeat(tb testing.TB, sys *actor.ActorSystem, sink Sink) (*actor.PID, func()) {
 	s := &Seat{matchID: "bench", sink: sink, initial: make(chan struct{})}
-	pid, err := sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &seatActor{s: s} }),
-		"seat-bench-"+mustRandomSuffix())
-	if err != nil {
+	if err := s.register(sys, "seat-bench-"+mustRandomSuffix()); err != nil {
 		tb.Fatal(err)
 	}
-	// Stopping waits for the actor to end, so that BenchmarkSeatLiveHeap's
-	// next round does not count a stopping seat.
-	return pid, func() { _ = sys.Root.StopFuture(pid).Wait() }
+	return s.pid, func() { s.proc.Stop(s.pid) }
 }
 
 // BenchmarkSeatDeliver measures what one push of a grain to a local seat
