@@ -16,7 +16,7 @@ type Timing struct {
 	AbsenceTimeout time.Duration
 	// ClockInterval is the longest gap between ServerClock frames (default 5 s).
 	ClockInterval time.Duration
-	// SeatKeepAlive is how often an edge seat actor checks that its grain
+	// SeatKeepAlive is how often an edge seat checks that its grain
 	// still holds its attachment (default 2 s); it bounds how long a moved or
 	// restarted grain goes unnoticed by a connected client.
 	SeatKeepAlive time.Duration

@@ -17,10 +17,12 @@
 // the bot moves with its grain (bot.go).
 //
 // The package also holds the edge side of the conversation: Gateway creates
-// matches and opens seats, and a per-connection seat actor receives the frames
-// a grain pushes and re-attaches when the grain moves. It knows nothing about
-// WebSocket or SQL: transports live in edge/, storage behind persistence.Store,
-// and cross-node routing behind the Requester interface that cluster/ satisfies.
+// matches and opens seats, and a per-connection Seat receives the frames a
+// grain pushes (at a PID of its own, a bare protoactor Process rather than an
+// actor: no mailbox hop per push) and re-attaches when the grain moves. It
+// knows nothing about WebSocket or SQL: transports live in edge/, storage
+// behind persistence.Store, and cross-node routing behind the Requester
+// interface that cluster/ satisfies.
 //
 // Messages between edge and grain are plain Go structs carried through
 // protoactor remote inside the msgpack envelope of actors/envelope; the

@@ -43,7 +43,8 @@ type Requester interface {
 
 // GatewayConfig wires a Gateway.
 type GatewayConfig struct {
-	// System spawns the per-connection seat actors.
+	// System holds the process registry the per-connection seats register
+	// their PIDs in (seatProcess).
 	System *actor.ActorSystem
 	// Cluster routes requests to grains.
 	Cluster Requester
@@ -280,18 +281,15 @@ func (g *Gateway) OpenSeat(ctx context.Context, req SeatRequest, sink Sink) (*Se
 	}
 	s := &Seat{gw: g, matchID: req.MatchID, seat: req.Seat, sink: sink, initial: make(chan struct{})}
 	s.lastSeq.Store(req.ResumeFromSeq)
-	pid, err := g.cfg.System.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &seatActor{s: s} }),
-		"seat-"+req.MatchID+"-"+mustRandomSuffix())
-	if err != nil {
-		return nil, fmt.Errorf("spawn seat actor: %w", err)
+	if err := s.register(g.cfg.System, "seat-"+req.MatchID+"-"+mustRandomSuffix()); err != nil {
+		return nil, err
 	}
-	s.pid = pid
-	_, err = g.call(ctx, req.MatchID, &AttachSeat{
+	_, err := g.call(ctx, req.MatchID, &AttachSeat{
 		Seat: req.Seat, TicketID: req.TicketID, TicketExpiresMs: req.TicketExpires.UnixMilli(),
-		ResumeFromSeq: req.ResumeFromSeq, SessionAddr: pid.Address, SessionID: pid.Id,
+		ResumeFromSeq: req.ResumeFromSeq, SessionAddr: s.pid.Address, SessionID: s.pid.Id,
 	})
 	if err != nil {
-		g.cfg.System.Root.Stop(pid)
+		s.proc.Stop(s.pid)
 		return nil, err
 	}
 	g.mu.Lock()
@@ -325,7 +323,8 @@ func mustRandomSuffix() string {
 	var b [6]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		// crypto/rand does not fail on supported platforms; a clash of
-		// math/rand suffixes only makes SpawnNamed fail, which is reported.
+		// math/rand suffixes only makes the seat's registration fail, which
+		// is reported.
 		return fmt.Sprintf("%x", mrand.Uint64())
 	}
 	return hex.EncodeToString(b[:])
@@ -338,6 +337,8 @@ type Seat struct {
 	seat    int
 	sink    Sink
 	pid     *actor.PID
+	// proc is what pid resolves to in the process registry (register).
+	proc seatProcess
 
 	lastSeq     atomic.Int64
 	epoch       atomic.Int64
@@ -396,7 +397,7 @@ func (s *Seat) request(ctx context.Context, msg any) error {
 	}
 }
 
-// reattach attaches this seat actor again after its grain lost it. If
+// reattach attaches this seat again after its grain lost it. If
 // another connection holds the seat meanwhile, this one was replaced.
 func (s *Seat) reattach(ctx context.Context) error {
 	if s.detached.Load() {
@@ -423,7 +424,7 @@ func (s *Seat) Close(leave bool) {
 			!errors.Is(err, ErrMatchNotFound) {
 			s.gw.log.Debug("detach seat", "match", s.matchID, "seat", s.seat, "err", err)
 		}
-		s.gw.cfg.System.Root.Stop(s.pid)
+		s.proc.Stop(s.pid)
 		s.gw.seatClosed(s.matchID)
 	})
 }
@@ -540,31 +541,110 @@ func (s *Seat) detach(reason DetachReason) {
 	}
 }
 
-// seatActor receives what a grain pushes to one seat and hands it to the
+// seatProcess receives what a grain pushes to one seat and hands it to the
 // sink in order, dropping what an older activation sends after a newer one
 // took over and event batches the seat already has.
-type seatActor struct {
-	s *Seat
+//
+// It is a bare actor.Process registered under the seat's PID, as protoactor
+// registers its futures, not a spawned actor: a push runs in the sender's
+// goroutine (the grain's, or protoactor remote's endpoint reader for a grain
+// on another member) straight to the sink. A spawned actor cost a mailbox
+// hop, with a goroutine start, per pushed batch (two per accepted intent: the
+// sender's seat and the other seat), and a mailbox, an actor context and
+// props kept per connection. The PID is the same as the actor's was, so
+// grains, local or remote, reach it exactly as before.
+type seatProcess struct {
+	s   *Seat
+	reg *actor.ProcessRegistryValue
+	// mu serializes the filtering and the sink calls of concurrent senders
+	// (an old and a new activation, the endpoint reader), as the mailbox
+	// did: Deliver calls never overlap, and since a sender takes it in its
+	// own goroutine, each sender's pushes keep its order.
+	mu sync.Mutex
+	// stopped is set by Stop; a push after it is dropped. Grains may still
+	// hold the PID, and a PID value caches the Process it resolved to, so a
+	// stopped seatProcess still gets called.
+	stopped atomic.Bool
 }
 
-// Receive implements actor.Actor.
-func (a *seatActor) Receive(ctx actor.Context) {
-	m, ok := ctx.Message().(*envelope.Msg)
+var _ actor.Process = (*seatProcess)(nil)
+
+// register makes s reachable at a PID named id in sys's process registry.
+// A name already taken is refused, as SpawnNamed refuses it.
+func (s *Seat) register(sys *actor.ActorSystem, id string) error {
+	s.proc.s, s.proc.reg = s, sys.ProcessRegistry
+	pid, ok := sys.ProcessRegistry.Add(&s.proc, id)
 	if !ok {
+		// The name is another process's: not ours to remove.
+		return fmt.Errorf("register seat %s: %w", id, actor.ErrNameExists)
+	}
+	s.pid = pid
+	return nil
+}
+
+// SendUserMessage implements actor.Process: it takes a grain's push, in the
+// caller's goroutine. The sink must not block (Sink), so the critical
+// section is short; nothing in it calls a grain or the cluster.
+func (p *seatProcess) SendUserMessage(_ *actor.PID, message any) {
+	// Remote delivery, and a sender with middleware, wrap the message.
+	m, ok := actor.UnwrapEnvelopeMessage(message).(*envelope.Msg)
+	if !ok {
+		// Nothing else is meant for a seat (not even a PoisonPill: the
+		// seat's end is Seat.Close's, which tells the grain first).
+		return
+	}
+	p.mu.Lock()
+	defer func() {
+		p.mu.Unlock()
+		// A failing sink must not take the sender down with it: a panic
+		// here would restart the grain, or end the whole process from
+		// protoactor remote's endpoint reader. The spawned actor's
+		// supervisor contained it to the seat; so does this.
+		if r := recover(); r != nil {
+			p.s.logger().Error("seat frames handler panicked", "match", p.s.matchID, "seat", p.s.seat, "panic", r)
+		}
+	}()
+	if p.stopped.Load() {
 		return
 	}
 	switch v := m.V.(type) {
 	case *SeatFrames:
-		a.onFrames(v)
+		p.s.onFrames(v)
 	case *SeatDetached:
-		if v.Epoch >= a.s.epoch.Load() {
-			a.s.detach(v.Reason)
+		if v.Epoch >= p.s.epoch.Load() {
+			p.s.detach(v.Reason)
 		}
 	}
 }
 
-func (a *seatActor) onFrames(f *SeatFrames) {
-	s := a.s
+// SendSystemMessage implements actor.Process. Nothing is needed from
+// system messages: nobody watches a seat (a Watch, which only a spawned
+// actor would answer, gets no Terminated), and its end is Seat.Close's.
+func (p *seatProcess) SendSystemMessage(*actor.PID, any) {}
+
+// Stop implements actor.Process: it unregisters the seat's PID and drops
+// what is pushed from now on. It does not wait for a push already past the
+// check (as an actor's message in progress also finished), so that a sink
+// may close its seat from inside Deliver or Detach without a deadlock.
+func (p *seatProcess) Stop(*actor.PID) {
+	if p.stopped.Swap(true) {
+		return
+	}
+	p.reg.Remove(p.s.pid)
+}
+
+// logger is the seat's gateway's logger (a seat made without one, in
+// tests, logs to the default).
+func (s *Seat) logger() *slog.Logger {
+	if s.gw != nil && s.gw.log != nil {
+		return s.gw.log
+	}
+	return slog.Default()
+}
+
+// onFrames filters one push and hands what is left to the sink; the caller
+// holds proc.mu.
+func (s *Seat) onFrames(f *SeatFrames) {
 	cur := s.epoch.Load()
 	if f.Epoch < cur {
 		return

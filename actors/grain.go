@@ -78,7 +78,7 @@ func NewMatchKind(deps GrainDeps) (*pcluster.Kind, error) {
 // lets them go after a second.
 var grainDispatcher = newWorkerDispatcher(300, 256, time.Second)
 
-// attachment is one seat's live connection, as a seat actor somewhere.
+// attachment is one seat's live connection, as the PID of a seat on some edge.
 type attachment struct {
 	pid       *actor.PID
 	sessionID string
@@ -509,7 +509,7 @@ func (g *grain) halt(ctx actor.Context) {
 	g.stopTimer()
 	for s, a := range g.seats {
 		if a != nil {
-			// No SeatDetached: the seat actor's keep-alive finds the new
+			// No SeatDetached: the edge seat's keep-alive finds the new
 			// activation and re-attaches without the client noticing.
 			g.seats[s] = nil
 		}

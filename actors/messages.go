@@ -8,7 +8,7 @@ import (
 // MatchKind is the cluster kind of match grains.
 const MatchKind = "match"
 
-// The messages below travel between an edge seat actor (or Gateway) and a
+// The messages below travel between an edge seat (or Gateway) and a
 // match grain, wrapped in envelope.Msg. They are internal to the cluster:
 // members trust each other, clients never produce them directly.
 
@@ -16,7 +16,7 @@ const MatchKind = "match"
 // orphaned matches) so that its timers run without any client.
 type Wake struct{}
 
-// AttachSeat attaches a seat actor to a seat. A first attach carries a ticket
+// AttachSeat attaches an edge seat, by its PID, to a seat. A first attach carries a ticket
 // id that the grain consumes durably; a re-attach (the grain moved while the
 // connection stayed up) carries none.
 type AttachSeat struct {
@@ -112,16 +112,16 @@ type Reply struct {
 
 // OutFrame is one encoded server frame for a seat. ToSeq is the last event
 // seq the frame brings the seat to (events and snapshots), 0 for others, so a
-// seat actor can drop a batch it already has.
+// seat can drop a batch it already has.
 type OutFrame struct {
 	Data  []byte
 	ToSeq int64
 }
 
-// SeatFrames pushes frames from a grain to one seat actor, in order.
+// SeatFrames pushes frames from a grain to one edge seat, in order.
 // Initial marks the frames that answer an AttachSeat, Requested those that
 // answer a ResyncSeat: only unrequested event batches may be dropped as
-// duplicates by the seat actor.
+// duplicates by the seat.
 type SeatFrames struct {
 	Epoch     int64
 	Initial   bool
@@ -129,7 +129,7 @@ type SeatFrames struct {
 	Frames    []OutFrame
 }
 
-// SeatDetached tells a seat actor that the grain dropped its attachment.
+// SeatDetached tells an edge seat that the grain dropped its attachment.
 type SeatDetached struct {
 	Epoch  int64
 	Reason DetachReason

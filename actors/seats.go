@@ -26,7 +26,7 @@ func (g *grain) onAttach(ctx actor.Context, m *AttachSeat) {
 		return
 	}
 	if !m.Reattach {
-		// The seat actor is the ticket's consumer: the same connection's
+		// The seat's PID is the ticket's consumer: the same connection's
 		// attach, retried because its answer was lost while the match moved,
 		// finds its own record and goes on; any other use is refused.
 		sctx, cancel := g.storeCtx()

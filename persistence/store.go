@@ -69,8 +69,8 @@ type Store interface {
 	ListUnfinished(ctx context.Context, after string, limit int) ([]MatchInfo, error)
 	// ConsumeTicket records ticketID as used by consumer; ErrTicketUsed if
 	// it was used before by anybody else. consumer names the one connection
-	// that presents the ticket (the edge's seat actor, which no client can
-	// choose), so that the same connection's attach, retried after its
+	// that presents the ticket (the PID of the edge's seat, which no client
+	// can choose), so that the same connection's attach, retried after its
 	// answer was lost (the grain moved meanwhile), is accepted again while
 	// any other use stays refused: a ticket opens a seat for one connection
 	// only. An empty consumer never matches, not even itself. Of any number

@@ -496,8 +496,8 @@ type IdleReport struct {
 // runIdle connects --idle sessions, two per new match, that send nothing
 // but the client's keep-alive pings, holds them for --idle-hold and reports
 // how the node's RSS grew per connection. The figure includes everything a
-// connected seat costs: the socket and its goroutines, the seat actor and
-// keep-alive, and half a match grain.
+// connected seat costs: the socket and its goroutines, the seat with its
+// registry entry and keep-alive, and half a match grain.
 func runIdle(ctx context.Context, f *loadFlags, stdout, stderr io.Writer) error {
 	log := f.logger(stderr)
 	admin := client.NewAdmin(f.server, f.token, nil)
