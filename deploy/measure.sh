@@ -119,7 +119,12 @@ run_all() {
 					kill -0 "$load_pid" 2>/dev/null || break
 					open_now=$(curl -s -H "Authorization: Bearer $token" "$server/metrics" |
 						awk '/^matchgrain_edge_connections[{ ]/ {n += $NF} END {print n + 0}')
-					((open_now >= idle)) && { curl -s -o "$prof/$w.heap.pprof" "$debug/debug/pprof/heap?gc=1"; break; }
+					if ((open_now >= idle)); then
+						curl -s -o "$prof/$w.heap.pprof" "$debug/debug/pprof/heap?gc=1"
+						curl -s "$debug/debug/pprof/heap?debug=1" | sed -n '/^# runtime.MemStats/,$p' >"$prof/$w.memstats.txt"
+						curl -s -o "$prof/$w.goroutine.txt" "$debug/debug/pprof/goroutine?debug=1"
+						break
+					fi
 					sleep 0.2
 				done
 			fi
