@@ -291,7 +291,6 @@ func (g *grain) onSeatPing(ctx actor.Context, m *SeatPing) {
 // onTick fires overdue deadlines, drops seats whose edge went silent, sends
 // the periodic ServerClock and schedules the next tick.
 func (g *grain) onTick(ctx actor.Context) {
-	g.timer = nil
 	if g.state != stateRunning {
 		return
 	}
@@ -370,8 +369,16 @@ func (g *grain) scheduleTick(ctx actor.Context) {
 		consider(g.lastClockSent + t.ClockInterval.Milliseconds())
 		consider(g.botDue())
 	}
-	g.stopTimer()
 	d := max(time.Duration(next-now)*time.Millisecond, time.Millisecond)
+	if g.timer != nil {
+		// One timer per activation, re-armed: every accepted intent moves
+		// the deadline, and a new timer each time cost an allocation and a
+		// timer-heap insert and delete per intent. A tick already on its way
+		// when the timer is re-armed is harmless: onTick only acts on what
+		// is due and arms the timer again.
+		g.timer.Reset(d)
+		return
+	}
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	g.timer = time.AfterFunc(d, func() { root.Send(self, &tick{}) })
 }
