@@ -25,6 +25,8 @@
 #                      profile of the node during each workload (pprof through
 #                      --debug-listen) and its runtime.MemStats, with the matchd
 #                      binary next to them
+#   MEASURE_MATCHD     a matchd binary to measure instead of this tree's (an
+#                      older build, for before/after with the same load tool)
 #   DATABASE_URL       use this PostgreSQL instead of a throwaway one
 # Everything listens on 127.0.0.1 and stops by itself; the JSON reports stay
 # in the work directory printed at the start until the script exits.
@@ -40,7 +42,11 @@ done
 
 work=$(mktemp -d)
 trap 'kill "${node_pid:-}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
-go build -o "$work/matchd" ./cmd/matchd
+if [[ -n "${MEASURE_MATCHD:-}" ]]; then
+	cp "$MEASURE_MATCHD" "$work/matchd"
+else
+	go build -o "$work/matchd" ./cmd/matchd
+fi
 go build -o "$work/matchctl" ./cmd/matchctl
 echo "work directory: $work" >&2
 
