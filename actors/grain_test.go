@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -119,29 +120,71 @@ func startTestNodeRules(t *testing.T, timing Timing, inner persistence.Store, ru
 	return tn
 }
 
-// frameSink collects one seat's frames, decoded.
+// frameSink collects one seat's frames, decoded. Like the edge's sink it
+// never blocks (Sink's contract: a grain pushes to a local seat in its own
+// goroutine): Deliver queues without bound and a pump feeds frames, so a
+// test that leaves a seat's frames unread for a while holds up nothing.
 type frameSink struct {
 	frames   chan protocol.ServerFrame
 	detached chan DetachReason
 	bad      chan error
+
+	mu     sync.Mutex
+	queue  []protocol.ServerFrame
+	queued chan struct{} // a token when queue became non-empty
 }
 
 func newFrameSink() *frameSink {
-	return &frameSink{frames: make(chan protocol.ServerFrame, 4096), detached: make(chan DetachReason, 4), bad: make(chan error, 4)}
+	s := &frameSink{frames: make(chan protocol.ServerFrame), detached: make(chan DetachReason, 16), bad: make(chan error, 16),
+		queued: make(chan struct{}, 1)}
+	go s.pump()
+	return s
+}
+
+// pump moves queued frames to s.frames, in order; it parks on an empty
+// queue (a test's sinks live as long as its process).
+func (s *frameSink) pump() {
+	for range s.queued {
+		for {
+			s.mu.Lock()
+			if len(s.queue) == 0 {
+				s.mu.Unlock()
+				break
+			}
+			f := s.queue[0]
+			s.queue = s.queue[1:]
+			s.mu.Unlock()
+			s.frames <- f
+		}
+	}
 }
 
 func (s *frameSink) Deliver(frames [][]byte) {
 	for _, b := range frames {
 		f, err := protocol.DecodeServerFrame(b)
 		if err != nil {
-			s.bad <- err
+			select {
+			case s.bad <- err:
+			default:
+			}
 			continue
 		}
-		s.frames <- f
+		s.mu.Lock()
+		s.queue = append(s.queue, f)
+		s.mu.Unlock()
+		select {
+		case s.queued <- struct{}{}:
+		default:
+		}
 	}
 }
 
-func (s *frameSink) Detach(r DetachReason) { s.detached <- r }
+func (s *frameSink) Detach(r DetachReason) {
+	select {
+	case s.detached <- r:
+	default:
+	}
+}
 
 // next waits for the next frame that is not a ServerClock.
 func (s *frameSink) next(t *testing.T) protocol.ServerFrame {
