@@ -37,3 +37,10 @@ func FlushBatch(ctx context.Context, s *PostgresStore, appends []BatchAppend) []
 	}
 	return errs
 }
+
+// Names of the statements the append path prepares on each connection.
+var (
+	AppendOneStatement      = appendOneStmt.name
+	AppendManyStatement     = appendManyStmt.name
+	GroupAppendOneStatement = groupAppendOneStmt.name
+)
