@@ -82,6 +82,11 @@ func WithoutGroupCommit() PostgresOption {
 // OpenPostgres connects to the database at url (a pgx connection string; it
 // may carry pool_* parameters), applies the embedded schema migrations and
 // returns the store. The caller must Close it.
+//
+// Appends run statements prepared by name on each connection, whatever
+// default_query_exec_mode says, so a connection pooler between the store
+// and PostgreSQL must keep prepared statements (PgBouncer in session mode,
+// or 1.21+ with max_prepared_statements), as pgx's default mode needs too.
 func OpenPostgres(ctx context.Context, url string, opts ...PostgresOption) (*PostgresStore, error) {
 	o := pgOptions{logger: slog.Default()}
 	for _, opt := range opts {
