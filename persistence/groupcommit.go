@@ -79,6 +79,9 @@ type appendReq struct {
 	first   int64
 	entries []LogEntry
 	done    chan error // buffered: the dispatcher never blocks on a caller
+	// one holds the entry of a one-entry append (nearly all of them), so
+	// that its copy needs no allocation besides the request's own.
+	one [1]LogEntry
 }
 
 // groupCommitter owns the queue of appends. One dispatcher goroutine keeps

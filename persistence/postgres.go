@@ -315,11 +315,16 @@ func (s *PostgresStore) Append(ctx context.Context, matchID string, epoch int64,
 	if s.group != nil {
 		// Copied: a caller whose ctx ends stops waiting and may reuse its
 		// buffers while the batch is still being encoded.
-		owned := make([]LogEntry, len(entries))
-		for i, e := range entries {
-			owned[i] = LogEntry{Seq: e.Seq, Payload: bytes.Clone(nonNil(e.Payload))}
+		r := &appendReq{matchID: matchID, epoch: epoch, first: first}
+		if len(entries) == 1 {
+			r.entries = r.one[:] // the common case: no slice of its own
+		} else {
+			r.entries = make([]LogEntry, len(entries))
 		}
-		return s.group.append(ctx, &appendReq{matchID: matchID, epoch: epoch, first: first, entries: owned})
+		for i, e := range entries {
+			r.entries[i] = LogEntry{Seq: e.Seq, Payload: bytes.Clone(nonNil(e.Payload))}
+		}
+		return s.group.append(ctx, r)
 	}
 	return s.appendDirect(ctx, matchID, epoch, first, entries)
 }
