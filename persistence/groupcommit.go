@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // GroupCommitConfig tunes the group-commit writer of a PostgresStore: appends
@@ -78,6 +79,9 @@ type appendReq struct {
 	first   int64
 	entries []LogEntry
 	done    chan error // buffered: the dispatcher never blocks on a caller
+	// one holds the entry of a one-entry append (nearly all of them), so
+	// that its copy needs no allocation besides the request's own.
+	one [1]LogEntry
 }
 
 // groupCommitter owns the queue of appends. One dispatcher goroutine keeps
@@ -215,23 +219,114 @@ func (g *groupCommitter) take(queue []*appendReq, inflight map[string]struct{}) 
 	return batch, rest
 }
 
-// groupAppendSQL is appendSQL for many matches: every request row
-// compare-and-sets its own match row, and only the entries of the requests
-// that matched are inserted. It returns the ids that were appended.
-const groupAppendSQL = `WITH req AS (
-	SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[]) AS r(match_id, epoch, prev_seq, last_seq)
+// groupAppendOneStmt is appendOneStmt for many matches, one entry each
+// (the common batch): every request row ($1..$4: match, epoch, the seq
+// before its entry, the entry's payload) compare-and-sets its own match
+// row, and the entries of the rows that matched are inserted straight from
+// what the update returns. It returns the ordinals (1-based positions in
+// the arrays) of the requests that were appended.
+var groupAppendOneStmt = pgStatement{
+	name: "matchgrain_group_append_one",
+	sql: `WITH req AS (
+	SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bytea[])
+		WITH ORDINALITY AS r(match_id, epoch, prev_seq, payload, i)
+), claimed AS (
+	UPDATE matches AS m SET last_seq = req.prev_seq + 1, updated_at = now()
+	FROM req
+	WHERE m.match_id = req.match_id AND m.epoch = req.epoch AND m.last_seq = req.prev_seq
+	RETURNING req.i, m.match_id, req.epoch, req.prev_seq, req.payload
+), inserted AS (
+	INSERT INTO match_log (match_id, seq, epoch, payload)
+	SELECT match_id, prev_seq + 1, epoch, payload FROM claimed
+)
+SELECT i FROM claimed`,
+	params: []uint32{pgtype.TextArrayOID, pgtype.Int8ArrayOID, pgtype.Int8ArrayOID, pgtype.ByteaArrayOID},
+}
+
+// groupAppendManyStmt is groupAppendOneStmt for a batch in which some
+// request has several entries: the requests ($1..$4: match, epoch, seq
+// before, last seq) are compare-and-set as above, and the entries ($5..$7:
+// the ordinal of their request, seq, payload) of the requests that matched
+// are inserted. It returns the ordinals of the requests that were appended.
+var groupAppendManyStmt = pgStatement{
+	name: "matchgrain_group_append_many",
+	sql: `WITH req AS (
+	SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[])
+		WITH ORDINALITY AS r(match_id, epoch, prev_seq, last_seq, i)
 ), claimed AS (
 	UPDATE matches AS m SET last_seq = req.last_seq, updated_at = now()
 	FROM req
 	WHERE m.match_id = req.match_id AND m.epoch = req.epoch AND m.last_seq = req.prev_seq
-	RETURNING m.match_id
+	RETURNING req.i, m.match_id, req.epoch
 ), inserted AS (
 	INSERT INTO match_log (match_id, seq, epoch, payload)
-	SELECT e.match_id, e.seq, e.epoch, e.payload
-	FROM unnest($5::text[], $6::bigint[], $7::bigint[], $8::bytea[]) AS e(match_id, seq, epoch, payload)
-	JOIN claimed ON claimed.match_id = e.match_id
+	SELECT claimed.match_id, e.seq, claimed.epoch, e.payload
+	FROM unnest($5::bigint[], $6::bigint[], $7::bytea[]) AS e(i, seq, payload)
+	JOIN claimed ON claimed.i = e.i
 )
-SELECT match_id FROM claimed`
+SELECT i FROM claimed`,
+	params: []uint32{pgtype.TextArrayOID, pgtype.Int8ArrayOID, pgtype.Int8ArrayOID, pgtype.Int8ArrayOID,
+		pgtype.Int8ArrayOID, pgtype.Int8ArrayOID, pgtype.ByteaArrayOID},
+}
+
+// encodeBatch writes the parameters of batch (sorted, at least two
+// requests) for the statement it returns.
+func encodeBatch(p *pgParams, batch []*appendReq) *pgStatement {
+	n, entries := len(batch), 0
+	for _, r := range batch {
+		entries += len(r.entries)
+	}
+	p.beginArray(pgtype.TextOID, n)
+	for _, r := range batch {
+		p.elemText(r.matchID)
+	}
+	p.endArray()
+	p.beginArray(pgtype.Int8OID, n)
+	for _, r := range batch {
+		p.elemInt8(r.epoch)
+	}
+	p.endArray()
+	p.beginArray(pgtype.Int8OID, n)
+	for _, r := range batch {
+		p.elemInt8(r.first - 1)
+	}
+	p.endArray()
+	if entries == n { // one entry each
+		p.beginArray(pgtype.ByteaOID, n)
+		for _, r := range batch {
+			p.elemBytea(r.entries[0].Payload)
+		}
+		p.endArray()
+		return &groupAppendOneStmt
+	}
+	p.beginArray(pgtype.Int8OID, n)
+	for _, r := range batch {
+		p.elemInt8(r.first + int64(len(r.entries)) - 1)
+	}
+	p.endArray()
+	p.beginArray(pgtype.Int8OID, entries)
+	for i, r := range batch {
+		for range r.entries {
+			p.elemInt8(int64(i + 1))
+		}
+	}
+	p.endArray()
+	p.beginArray(pgtype.Int8OID, entries)
+	for _, r := range batch {
+		for _, e := range r.entries {
+			p.elemInt8(e.Seq)
+		}
+	}
+	p.endArray()
+	p.beginArray(pgtype.ByteaOID, entries)
+	for _, r := range batch {
+		for _, e := range r.entries {
+			p.elemBytea(e.Payload)
+		}
+	}
+	p.endArray()
+	return &groupAppendManyStmt
+}
 
 // flush writes one batch and answers every request in it.
 func (g *groupCommitter) flush(batch []*appendReq) {
@@ -248,36 +343,19 @@ func (g *groupCommitter) flush(batch []*appendReq) {
 	// far as the plan follows the input; see the package doc on deadlocks.
 	slices.SortFunc(batch, func(a, b *appendReq) int { return strings.Compare(a.matchID, b.matchID) })
 
-	n := 0
-	for _, r := range batch {
-		n += len(r.entries)
-	}
-	var (
-		ids, eIDs            = make([]string, len(batch)), make([]string, 0, n)
-		epochs, prevs, lasts = make([]int64, len(batch)), make([]int64, len(batch)), make([]int64, len(batch))
-		eSeqs, eEpochs       = make([]int64, 0, n), make([]int64, 0, n)
-		ePayloads            = make([][]byte, 0, n)
-		appended             = make(map[string]struct{}, len(batch))
-		unanswered           []*appendReq
-	)
-	for i, r := range batch {
-		ids[i], epochs[i], prevs[i] = r.matchID, r.epoch, r.first-1
-		lasts[i] = r.first + int64(len(r.entries)) - 1
-		for _, e := range r.entries {
-			eIDs = append(eIDs, r.matchID)
-			eSeqs = append(eSeqs, e.Seq)
-			eEpochs = append(eEpochs, r.epoch)
-			ePayloads = append(ePayloads, nonNil(e.Payload))
+	p := getParams()
+	st := encodeBatch(p, batch)
+	// appended[i] is set when the statement returned ordinal i+1; it counts
+	// only once the statement committed.
+	appended := make([]bool, len(batch))
+	err := execOrdinals(ctx, g.store.pool, st, p, func(i int64) error {
+		if i < 1 || i > int64(len(batch)) || appended[i-1] {
+			return fmt.Errorf("%s returned ordinal %d for a batch of %d", st.name, i, len(batch))
 		}
-	}
-	rows, err := g.store.pool.Query(ctx, groupAppendSQL, ids, epochs, prevs, lasts, eIDs, eSeqs, eEpochs, ePayloads)
-	if err == nil {
-		var got []string
-		got, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		for _, id := range got {
-			appended[id] = struct{}{}
-		}
-	}
+		appended[i-1] = true
+		return nil
+	})
+	putParams(p)
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr):
@@ -298,8 +376,9 @@ func (g *groupCommitter) flush(batch []*appendReq) {
 		}
 		return
 	}
-	for _, r := range batch {
-		if _, ok := appended[r.matchID]; ok {
+	var unanswered []*appendReq
+	for i, r := range batch {
+		if appended[i] {
 			r.done <- nil
 		} else {
 			unanswered = append(unanswered, r)

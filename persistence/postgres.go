@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -81,6 +82,11 @@ func WithoutGroupCommit() PostgresOption {
 // OpenPostgres connects to the database at url (a pgx connection string; it
 // may carry pool_* parameters), applies the embedded schema migrations and
 // returns the store. The caller must Close it.
+//
+// Appends run statements prepared by name on each connection, whatever
+// default_query_exec_mode says, so a connection pooler between the store
+// and PostgreSQL must keep prepared statements (PgBouncer in session mode,
+// or 1.21+ with max_prepared_statements), as pgx's default mode needs too.
 func OpenPostgres(ctx context.Context, url string, opts ...PostgresOption) (*PostgresStore, error) {
 	o := pgOptions{logger: slog.Default()}
 	for _, opt := range opts {
@@ -261,15 +267,35 @@ func checkTail(matchID string, snapSeq, lastSeq int64, tail []LogEntry) error {
 	return nil
 }
 
-// appendSQL compare-and-sets the match row, then inserts the entries only if
-// the row matched: one statement, so one atomic commit.
-const appendSQL = `WITH claimed AS (
+// appendOneStmt compare-and-sets the match row, then inserts the entry only
+// if the row matched: one statement, so one atomic commit. Nearly every
+// append is one entry (one intent), so this form takes scalars ($1 match,
+// $2 epoch, $3 the seq before the entry, $4 its payload): PostgreSQL
+// neither decodes arrays nor runs unnest for it.
+var appendOneStmt = pgStatement{
+	name: "matchgrain_append_one",
+	sql: `WITH claimed AS (
+	UPDATE matches SET last_seq = $3 + 1, updated_at = now()
+	WHERE match_id = $1 AND epoch = $2 AND last_seq = $3
+	RETURNING match_id)
+INSERT INTO match_log (match_id, seq, epoch, payload)
+SELECT claimed.match_id, $3 + 1, $2, $4::bytea FROM claimed`,
+	params: []uint32{pgtype.TextOID, pgtype.Int8OID, pgtype.Int8OID, pgtype.ByteaOID},
+}
+
+// appendManyStmt is appendOneStmt for several entries ($4 the last seq,
+// $5 and $6 the entries' seqs and payloads).
+var appendManyStmt = pgStatement{
+	name: "matchgrain_append_many",
+	sql: `WITH claimed AS (
 	UPDATE matches SET last_seq = $4, updated_at = now()
 	WHERE match_id = $1 AND epoch = $2 AND last_seq = $3
 	RETURNING match_id)
 INSERT INTO match_log (match_id, seq, epoch, payload)
 SELECT claimed.match_id, e.seq, $2, e.payload
-FROM claimed, unnest($5::bigint[], $6::bytea[]) AS e(seq, payload)`
+FROM claimed, unnest($5::bigint[], $6::bytea[]) AS e(seq, payload)`,
+	params: []uint32{pgtype.TextOID, pgtype.Int8OID, pgtype.Int8OID, pgtype.Int8OID, pgtype.Int8ArrayOID, pgtype.ByteaArrayOID},
+}
 
 // Append implements Store.
 func (s *PostgresStore) Append(ctx context.Context, matchID string, epoch int64, entries []LogEntry) error {
@@ -289,24 +315,46 @@ func (s *PostgresStore) Append(ctx context.Context, matchID string, epoch int64,
 	if s.group != nil {
 		// Copied: a caller whose ctx ends stops waiting and may reuse its
 		// buffers while the batch is still being encoded.
-		owned := make([]LogEntry, len(entries))
-		for i, e := range entries {
-			owned[i] = LogEntry{Seq: e.Seq, Payload: bytes.Clone(nonNil(e.Payload))}
+		r := &appendReq{matchID: matchID, epoch: epoch, first: first}
+		if len(entries) == 1 {
+			r.entries = r.one[:] // the common case: no slice of its own
+		} else {
+			r.entries = make([]LogEntry, len(entries))
 		}
-		return s.group.append(ctx, &appendReq{matchID: matchID, epoch: epoch, first: first, entries: owned})
+		for i, e := range entries {
+			r.entries[i] = LogEntry{Seq: e.Seq, Payload: bytes.Clone(nonNil(e.Payload))}
+		}
+		return s.group.append(ctx, r)
 	}
 	return s.appendDirect(ctx, matchID, epoch, first, entries)
 }
 
+// appendDirect sends one append in its own statement. entries must be
+// checked (checkEntries) and start at first.
 func (s *PostgresStore) appendDirect(ctx context.Context, matchID string, epoch, first int64, entries []LogEntry) error {
-	seqs := make([]int64, len(entries))
-	payloads := make([][]byte, len(entries))
-	for i, e := range entries {
-		seqs[i] = e.Seq
-		payloads[i] = nonNil(e.Payload)
+	p := getParams()
+	st := &appendOneStmt
+	p.text(matchID)
+	p.int8(epoch)
+	p.int8(first - 1)
+	if len(entries) == 1 {
+		p.bytea(entries[0].Payload)
+	} else {
+		st = &appendManyStmt
+		p.int8(first + int64(len(entries)) - 1)
+		p.beginArray(pgtype.Int8OID, len(entries))
+		for _, e := range entries {
+			p.elemInt8(e.Seq)
+		}
+		p.endArray()
+		p.beginArray(pgtype.ByteaOID, len(entries))
+		for _, e := range entries {
+			p.elemBytea(e.Payload)
+		}
+		p.endArray()
 	}
-	last := first + int64(len(entries)) - 1
-	tag, err := s.pool.Exec(ctx, appendSQL, matchID, epoch, first-1, last, seqs, payloads)
+	tag, err := s.execNoRows(ctx, st, p)
+	putParams(p)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("append to match %q at seq %d: %w", matchID, first, ErrFenced)
 	}

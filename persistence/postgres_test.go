@@ -346,3 +346,245 @@ func testContext(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// TestPGAppendRefusalsAlike sends the same appends, refused for every
+// reason and accepted, through each statement form: alone with one entry
+// (scalar parameters) or two (arrays), and in group-commit batches of
+// one-entry appends, of two-entry appends and of both mixed. Every form
+// must give the same answer with the same explanation, and write exactly
+// the accepted entries.
+func TestPGAppendRefusalsAlike(t *testing.T) {
+	t.Parallel()
+	direct := pgtest.NewStore(t, persistence.WithoutGroupCommit())
+	group := pgtest.NewStore(t, persistence.WithMaxConns(4),
+		persistence.WithGroupCommit(persistence.GroupCommitConfig{Writers: 1}))
+	ctx := testContext(t)
+	// Every existing match is claimed twice (epoch 2) and holds seqs 1..3.
+	cases := []struct {
+		name     string
+		want     error
+		epoch    int64
+		first    int64
+		noMatch  bool
+		appended bool
+	}{
+		{name: "Appended", epoch: 2, first: 4, appended: true},
+		{name: "StaleEpoch", want: persistence.ErrFenced, epoch: 1, first: 4},
+		{name: "SeqTaken", want: persistence.ErrFenced, epoch: 2, first: 3},
+		{name: "SeqGap", want: persistence.ErrSeqGap, epoch: 2, first: 6},
+		{name: "NotFound", want: persistence.ErrMatchNotFound, epoch: 2, first: 4, noMatch: true},
+	}
+	type attempt struct {
+		form    string
+		c       int // index into cases
+		entries int
+		id      string
+	}
+	newAttempt := func(s *persistence.PostgresStore, form string, c, entries int) attempt {
+		a := attempt{form: form, c: c, entries: entries, id: fmt.Sprintf("%s-%s-%d", form, cases[c].name, entries)}
+		if cases[c].noMatch {
+			return a
+		}
+		if err := s.CreateMatch(ctx, a.id, nil); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if _, err := s.Claim(ctx, a.id, "a"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		old := []persistence.LogEntry{{Seq: 1, Payload: []byte("old")}, {Seq: 2, Payload: []byte("old")}, {Seq: 3, Payload: []byte("old")}}
+		if err := s.Append(ctx, a.id, 2, old); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	entriesOf := func(a attempt) []persistence.LogEntry {
+		es := make([]persistence.LogEntry, a.entries)
+		for i := range es {
+			seq := cases[a.c].first + int64(i)
+			es[i] = persistence.LogEntry{Seq: seq, Payload: fmt.Appendf(nil, "%s-%d", a.id, seq)}
+		}
+		return es
+	}
+
+	var attempts []attempt
+	var errs []error
+	stores := map[string]*persistence.PostgresStore{}
+	// Alone: one statement per append.
+	for c := range cases {
+		for _, n := range []int{1, 2} {
+			a := newAttempt(direct, "direct", c, n)
+			attempts, stores[a.id] = append(attempts, a), direct
+			errs = append(errs, direct.Append(ctx, a.id, cases[c].epoch, entriesOf(a)))
+		}
+	}
+	// Batches: every case in one statement, one entry each, two each, and
+	// one and two entries side by side.
+	for _, b := range []struct {
+		form    string
+		entries []int
+	}{{"group-one", []int{1}}, {"group-two", []int{2}}, {"group-mixed", []int{1, 2}}} {
+		var batch []persistence.BatchAppend
+		for c := range cases {
+			for _, n := range b.entries {
+				a := newAttempt(group, b.form, c, n)
+				attempts, stores[a.id] = append(attempts, a), group
+				batch = append(batch, persistence.BatchAppend{MatchID: a.id, Epoch: cases[c].epoch, Entries: entriesOf(a)})
+			}
+		}
+		errs = append(errs, persistence.FlushBatch(ctx, group, batch)...)
+	}
+
+	explained := make(map[int]string) // case -> explanation, match id masked
+	for i, a := range attempts {
+		tc, err := cases[a.c], errs[i]
+		if tc.want == nil {
+			if err != nil {
+				t.Errorf("%s: err = %v, want nil", a.id, err)
+			}
+		} else {
+			if !errors.Is(err, tc.want) {
+				t.Errorf("%s: err = %v, want %v", a.id, err, tc.want)
+				continue
+			}
+			msg := strings.ReplaceAll(err.Error(), a.id, "ID")
+			if first, ok := explained[a.c]; !ok {
+				explained[a.c] = msg
+			} else if msg != first {
+				t.Errorf("%s: explained as %q, other forms say %q", a.id, msg, first)
+			}
+		}
+		if tc.noMatch {
+			continue
+		}
+		got, err := stores[a.id].ReadLog(ctx, a.id, 1, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 3
+		if tc.appended {
+			want += a.entries
+		}
+		if len(got) != want {
+			t.Errorf("%s: log has %d entries, want %d", a.id, len(got), want)
+			continue
+		}
+		for _, e := range got[3:] {
+			if p := fmt.Sprintf("%s-%d", a.id, e.Seq); string(e.Payload) != p {
+				t.Errorf("%s: entry %d is %q, want %q", a.id, e.Seq, e.Payload, p)
+			}
+		}
+		if tc.appended {
+			rec, err := stores[a.id].Claim(ctx, a.id, "check")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.LastSeq() != int64(want) {
+				t.Errorf("%s: last seq %d after reclaim, want %d", a.id, rec.LastSeq(), want)
+			}
+		}
+	}
+}
+
+// TestPGAppendStatementLost: the append path prepares its statements once
+// per connection. If one disappears from the server (DEALLOCATE), an
+// append fails with an error that is no sentinel (nothing was written, but
+// the caller cannot know), and the next one prepares it again. A group
+// batch that loses its statement is retried one append at a time, so its
+// appends succeed.
+func TestPGAppendStatementLost(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	deallocate := func(s *persistence.PostgresStore, name string) {
+		for _, c := range s.Pool().AcquireAllIdle(ctx) {
+			// Below pgx.Conn, which keeps believing the statement exists.
+			_, err := c.Conn().PgConn().Exec(ctx, "DEALLOCATE "+name).ReadAll()
+			c.Release()
+			if err != nil {
+				t.Fatalf("deallocate %s: %v", name, err)
+			}
+		}
+	}
+	t.Run("Direct", func(t *testing.T) {
+		s := pgtest.NewStore(t, persistence.WithMaxConns(1))
+		if err := s.CreateMatch(ctx, "m", nil); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := s.Claim(ctx, "m", "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq := int64(0)
+		for _, stmt := range []struct {
+			name    string
+			entries int
+		}{{persistence.AppendOneStatement, 1}, {persistence.AppendManyStatement, 2}} {
+			next := func() []persistence.LogEntry {
+				es := make([]persistence.LogEntry, stmt.entries)
+				for i := range es {
+					es[i] = persistence.LogEntry{Seq: seq + 1 + int64(i), Payload: []byte("x")}
+				}
+				return es
+			}
+			if err := s.Append(ctx, "m", rec.Epoch, next()); err != nil {
+				t.Fatal(err)
+			}
+			seq += int64(stmt.entries)
+			deallocate(s, stmt.name)
+			err := s.Append(ctx, "m", rec.Epoch, next())
+			if err == nil || errors.Is(err, persistence.ErrFenced) || errors.Is(err, persistence.ErrSeqGap) {
+				t.Fatalf("%s: append without its statement: err = %v, want a non-sentinel error", stmt.name, err)
+			}
+			if err := s.Append(ctx, "m", rec.Epoch, next()); err != nil {
+				t.Fatalf("%s: append after the statement was lost: %v", stmt.name, err)
+			}
+			seq += int64(stmt.entries)
+		}
+		got, err := s.ReadLog(ctx, "m", 1, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(got)) != seq {
+			t.Fatalf("log has %d entries, want %d", len(got), seq)
+		}
+	})
+	t.Run("Group", func(t *testing.T) {
+		s := pgtest.NewStore(t, persistence.WithMaxConns(2),
+			persistence.WithGroupCommit(persistence.GroupCommitConfig{Writers: 1}))
+		batch := make([]persistence.BatchAppend, 2)
+		for i := range batch {
+			id := fmt.Sprintf("g%d", i)
+			if err := s.CreateMatch(ctx, id, nil); err != nil {
+				t.Fatal(err)
+			}
+			rec, err := s.Claim(ctx, id, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			batch[i] = persistence.BatchAppend{MatchID: id, Epoch: rec.Epoch}
+		}
+		flush := func(seq int64) {
+			t.Helper()
+			for i := range batch {
+				batch[i].Entries = []persistence.LogEntry{{Seq: seq, Payload: []byte("x")}}
+			}
+			for i, err := range persistence.FlushBatch(ctx, s, batch) {
+				if err != nil {
+					t.Fatalf("seq %d, append %d: %v", seq, i, err)
+				}
+			}
+		}
+		flush(1)
+		deallocate(s, persistence.GroupAppendOneStatement)
+		retries := s.GroupCommitStats().Retries
+		flush(2)
+		if got := s.GroupCommitStats().Retries; got != retries+1 {
+			t.Fatalf("retries %d, want %d: the batch without its statement was not retried alone", got, retries+1)
+		}
+		flush(3)
+		if got := s.GroupCommitStats().Retries; got != retries+1 {
+			t.Fatalf("retries %d, want %d: the statement was not prepared again", got, retries+1)
+		}
+	})
+}
