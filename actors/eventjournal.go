@@ -15,7 +15,6 @@ import (
 // only when a client resumes or resyncs. Seqs are contiguous, so a batch
 // needs only its first seq.
 type eventJournal struct {
-	from    int64 // seq of the first event held; equals next when empty
 	next    int64 // seq of the next event to be added
 	events  int   // events held
 	batches []journalBatch
@@ -31,7 +30,7 @@ type journalBatch struct {
 
 // reset empties the journal; the next event added must have seq next.
 func (j *eventJournal) reset(next int64) {
-	*j = eventJournal{from: next, next: next}
+	*j = eventJournal{next: next}
 }
 
 // add appends events whose seqs continue the journal. It fails only if an
@@ -78,12 +77,10 @@ func (j *eventJournal) trim(keep int) {
 	}
 	clear(j.batches[:k]) // the dropped batches' bytes can go now
 	j.batches = j.batches[k:]
-	if len(j.batches) == 0 {
-		j.from = j.next
-		return
-	}
-	j.from = j.batches[0].from
 }
+
+// first is the seq of the oldest event held (next when empty).
+func (j *eventJournal) first() int64 { return j.next - int64(j.events) }
 
 // errNotJournaled: the events asked for are older than the journal.
 var errNotJournaled = errors.New("event journal: events no longer held")
@@ -91,7 +88,7 @@ var errNotJournaled = errors.New("event journal: events no longer held")
 // since decodes the events from fromSeq to the newest; fromSeq past the
 // newest gives none.
 func (j *eventJournal) since(fromSeq int64) ([]protocol.EventEnvelope, error) {
-	if fromSeq < j.from {
+	if fromSeq < j.first() {
 		return nil, errNotJournaled
 	}
 	out := make([]protocol.EventEnvelope, 0, max(j.next-fromSeq, 0))

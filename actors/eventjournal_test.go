@@ -98,11 +98,11 @@ func TestEventJournalTrimAndSince(t *testing.T) {
 		j.trim(10)
 		// At least the 10 newest (all while there are fewer), at most a
 		// quarter more and a batch.
-		if j.events < min(10, int(next-1)) || j.events > 10+10/4+3 || j.from != next-int64(j.events) {
-			t.Fatalf("after trim: %d events from %d, next %d", j.events, j.from, next)
+		if j.events < min(10, int(next-1)) || j.events > 10+10/4+3 || j.first() != next-int64(j.events) {
+			t.Fatalf("after trim: %d events from %d, next %d", j.events, j.first(), next)
 		}
 	}
-	if _, err := j.since(j.from - 1); !errors.Is(err, errNotJournaled) {
+	if _, err := j.since(j.first() - 1); !errors.Is(err, errNotJournaled) {
 		t.Fatalf("since before the journal: %v, want errNotJournaled", err)
 	}
 	evs, err := j.since(next - 5)
@@ -116,7 +116,7 @@ func TestEventJournalTrimAndSince(t *testing.T) {
 		t.Fatal("a gap in seqs was accepted")
 	}
 	j.trim(0)
-	if j.events != 0 || len(j.batches) != 0 || j.from != next {
-		t.Fatalf("trim(0): %d events in %d batches from %d", j.events, len(j.batches), j.from)
+	if j.events != 0 || len(j.batches) != 0 || j.first() != next {
+		t.Fatalf("trim(0): %d events in %d batches from %d", j.events, len(j.batches), j.first())
 	}
 }

@@ -629,7 +629,7 @@ func (g *grain) rebuildJournal(snapLogSeq, snapEventSeq int64) {
 	}
 	// Only the latest window is kept; the tail replayed next adds to it.
 	g.recent.reset(max(1, snapEventSeq+1-int64(g.deps.Timing.ResumeWindow)))
-	g.keepEvents(evs[g.recent.from-1:])
+	g.keepEvents(evs[g.recent.first()-1:])
 }
 
 // replayLog replays log entries 1..toLogSeq on a scratch activation and

@@ -345,16 +345,24 @@ func TestGrainJournalRebuiltAfterReactivation(t *testing.T) {
 	}
 }
 
-func testJournalRebuilt(t *testing.T, tn *testNode) {
-	id := tn.create(t, 0)
-	seats := [2]*Seat{}
-	sinks := [2]*frameSink{}
+// openBoth attaches both seats of match id afresh and reads their hellos.
+func (tn *testNode) openBoth(t *testing.T, id string) ([2]*Seat, [2]*frameSink) {
+	t.Helper()
+	var seats [2]*Seat
+	var sinks [2]*frameSink
 	for s := range 2 {
 		seats[s], sinks[s] = tn.open(t, id, s, 0)
 		expectFrame[*protocol.ServerHello](t, sinks[s])
 	}
-	var seq int64 = 1
-	for i := range 5 {
+	return seats, sinks
+}
+
+// endTurns plays n EndTurn intents, seat 0 first, from event seq seq; after
+// each accepted one it calls then (if set) with the new seq, and it returns
+// the last seq.
+func endTurns(t *testing.T, seats [2]*Seat, sinks [2]*frameSink, seq int64, n int, then func(seq int64)) int64 {
+	t.Helper()
+	for i := range n {
 		s := i % 2
 		sendIntent(t, seats[s], fmt.Sprintf("end-%d", i), seq, protocol.EndTurn{})
 		res := expectResult(t, sinks[s], fmt.Sprintf("end-%d", i))
@@ -362,7 +370,31 @@ func testJournalRebuilt(t *testing.T, tn *testNode) {
 			t.Fatalf("intent %d: %+v", i, res)
 		}
 		seq = res.EventSeq
+		if then != nil {
+			then(seq)
+		}
 	}
+	return seq
+}
+
+// appendEncoded appends each event of evs as its seq and its encoding, so
+// two event lists compare byte for byte.
+func appendEncoded(t *testing.T, dst [][]byte, evs []protocol.EventEnvelope) [][]byte {
+	t.Helper()
+	for _, e := range evs {
+		b, err := protocol.AppendEvent(binary.AppendVarint(nil, e.Seq), e.Event)
+		if err != nil {
+			t.Fatalf("encode event %d: %v", e.Seq, err)
+		}
+		dst = append(dst, b)
+	}
+	return dst
+}
+
+func testJournalRebuilt(t *testing.T, tn *testNode) {
+	id := tn.create(t, 0)
+	seats, sinks := tn.openBoth(t, id)
+	seq := endTurns(t, seats, sinks, 1, 5, nil)
 	// Another activation takes the match over: the next intent finds this
 	// one fenced and lands on a new activation, rebuilt from snapshot + log.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -403,40 +435,21 @@ func TestGrainResumeBeyondWindow(t *testing.T) {
 
 func testResumeBeyondWindow(t *testing.T, tn *testNode) {
 	id := tn.create(t, 0)
-	seats := [2]*Seat{}
-	sinks := [2]*frameSink{}
-	for s := range 2 {
-		seats[s], sinks[s] = tn.open(t, id, s, 0)
-		expectFrame[*protocol.ServerHello](t, sinks[s])
-	}
+	seats, sinks := tn.openBoth(t, id)
 	// Seat 0's events as they arrived live, encoded, from seq 2 on.
 	var live [][]byte
-	var seq int64 = 1
-	for i := range 12 {
-		s := i % 2
-		sendIntent(t, seats[s], fmt.Sprintf("end-%d", i), seq, protocol.EndTurn{})
-		res := expectResult(t, sinks[s], fmt.Sprintf("end-%d", i))
-		if !res.Accepted {
-			t.Fatalf("intent %d: %+v", i, res)
-		}
-		seq = res.EventSeq
+	seq := endTurns(t, seats, sinks, 1, 12, func(seq int64) {
 		for {
 			ev, ok := sinks[0].next(t).(*protocol.ServerEvents)
 			if !ok {
 				continue
 			}
-			for _, e := range ev.Events {
-				b, err := protocol.AppendEvent(nil, e.Event)
-				if err != nil {
-					t.Fatalf("encode event %d: %v", e.Seq, err)
-				}
-				live = append(live, append(binary.AppendVarint(nil, e.Seq), b...))
-			}
+			live = appendEncoded(t, live, ev.Events)
 			if ev.ToSeq == seq {
-				break
+				return
 			}
 		}
-	}
+	})
 	if seq < 3*4 {
 		t.Fatalf("only %d events: the test needs many more than the window", seq)
 	}
@@ -466,13 +479,7 @@ func testResumeBeyondWindow(t *testing.T, tn *testNode) {
 		if ev.FromSeq != last+1 {
 			t.Fatalf("resumed events %d..%d after %d", ev.FromSeq, ev.ToSeq, last)
 		}
-		for _, e := range ev.Events {
-			b, err := protocol.AppendEvent(nil, e.Event)
-			if err != nil {
-				t.Fatalf("encode event %d: %v", e.Seq, err)
-			}
-			resumed = append(resumed, append(binary.AppendVarint(nil, e.Seq), b...))
-		}
+		resumed = appendEncoded(t, resumed, ev.Events)
 		last = ev.ToSeq
 	}
 	if !slices.EqualFunc(live, resumed, bytes.Equal) {
@@ -491,14 +498,8 @@ func testResumeBeyondWindow(t *testing.T, tn *testNode) {
 	if ev.FromSeq != seq-1 || ev.ToSeq != seq {
 		t.Fatalf("resume inside the window: events %d..%d, want %d..%d", ev.FromSeq, ev.ToSeq, seq-1, seq)
 	}
-	for i, e := range ev.Events {
-		b, err := protocol.AppendEvent(nil, e.Event)
-		if err != nil {
-			t.Fatalf("encode event %d: %v", e.Seq, err)
-		}
-		if want := live[len(live)-len(ev.Events)+i]; !bytes.Equal(want, append(binary.AppendVarint(nil, e.Seq), b...)) {
-			t.Fatalf("event %d resumed from the window differs from the live one", e.Seq)
-		}
+	if got := appendEncoded(t, nil, ev.Events); !slices.EqualFunc(live[len(live)-len(got):], got, bytes.Equal) {
+		t.Fatalf("events %d..%d resumed from the window differ from the live ones", ev.FromSeq, ev.ToSeq)
 	}
 	if n := rebuilds(); n != 1 {
 		t.Fatalf("%v journal rebuilds after a resume inside the window, want still 1", n)

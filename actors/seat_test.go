@@ -68,20 +68,28 @@ func numberedFrame(sender, n int) OutFrame {
 	return OutFrame{Data: d}
 }
 
+// registeredSeat is a seat of match "m" registered in a fresh actor system,
+// unregistered when the test ends.
+func registeredSeat(t *testing.T, sink Sink) (*actor.ActorSystem, *Seat) {
+	t.Helper()
+	sys := quietSystem()
+	t.Cleanup(sys.Shutdown)
+	s := &Seat{gw: testGateway(sys, okRequester{}), matchID: "m", sink: sink, initial: make(chan struct{})}
+	if err := s.register(sys, "seat-m-"+mustRandomSuffix()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.proc.Stop(s.pid) })
+	return sys, s
+}
+
 // TestSeatProcessSerializesSenders: pushes from several goroutines at once
 // (as from an old and a new activation and protoactor remote's endpoint
 // reader) reach the sink through Deliver calls that never overlap, every
 // sender's pushes in its order, wrapped in a MessageEnvelope or not; other
 // messages are ignored without harm.
 func TestSeatProcessSerializesSenders(t *testing.T) {
-	sys := quietSystem()
-	t.Cleanup(sys.Shutdown)
 	sink := &overlapSink{}
-	s := &Seat{gw: testGateway(sys, okRequester{}), matchID: "m", sink: sink, initial: make(chan struct{})}
-	if err := s.register(sys, "seat-m-"+mustRandomSuffix()); err != nil {
-		t.Fatal(err)
-	}
-	defer s.proc.Stop(s.pid)
+	sys, s := registeredSeat(t, sink)
 
 	const senders, pushes = 4, 300
 	var wg sync.WaitGroup
@@ -261,14 +269,8 @@ func (k *panicSink) Deliver(frames [][]byte) {
 // sender (a grain, protoactor remote's endpoint reader) down, and the seat
 // goes on taking pushes.
 func TestSeatProcessContainsSinkPanic(t *testing.T) {
-	sys := quietSystem()
-	t.Cleanup(sys.Shutdown)
 	sink := &panicSink{}
-	s := &Seat{gw: testGateway(sys, okRequester{}), matchID: "m", sink: sink, initial: make(chan struct{})}
-	if err := s.register(sys, "seat-m-"+mustRandomSuffix()); err != nil {
-		t.Fatal(err)
-	}
-	defer s.proc.Stop(s.pid)
+	sys, s := registeredSeat(t, sink)
 	for n := range 2 {
 		sys.Root.Send(s.pid, envelope.Wrap(&SeatFrames{Epoch: 1, Frames: []OutFrame{numberedFrame(0, n)}}))
 	}
