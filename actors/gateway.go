@@ -147,11 +147,30 @@ func (g *Gateway) Create(ctx context.Context, spec MatchSpec) (string, error) {
 	if err := g.cfg.Store.CreateMatch(ctx, id, meta); err != nil {
 		return "", fmt.Errorf("create match %s: %w", id, err)
 	}
-	if _, err := g.call(ctx, id, &Wake{}); err != nil {
-		// The match is durable; the reclaimer will activate it.
-		g.log.Warn("wake new match", "match", id, "err", err)
+	// The wake gets at most half of what is left of the caller's time (and
+	// one attempt's bound): the match is durable already, so the caller
+	// must get its id back even while the match's owner is moving (a
+	// drain, a failover). A match left asleep loses nothing: its clocks run
+	// from CreatedAt, the first attach activates it, and the reclaimer
+	// wakes it at its next sweep.
+	started := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, wakeBudget(ctx, g.cfg.RequestTimeout))
+	_, err = g.call(wctx, id, &Wake{})
+	cancel()
+	if err != nil {
+		g.log.Warn("wake new match; left to the first attach or the reclaimer", "match", id,
+			"waited", time.Since(started).Round(time.Millisecond), "err", err)
 	}
 	return id, nil
+}
+
+// wakeBudget is how long Create waits for a new match's grain: one
+// attempt's bound, and no more than half the time ctx has left.
+func wakeBudget(ctx context.Context, attempt time.Duration) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		return min(attempt, time.Until(dl)/2)
+	}
+	return attempt
 }
 
 // MatchExists reports whether matchID names a match (activating it).

@@ -151,7 +151,11 @@ func TestChaosRollingRestart(t *testing.T) {
 	}
 	lb := newBalancer(t, procs[0].http, procs[1].http, procs[2].http)
 	// No keep-alive: every API call is a new connection the balancer routes.
-	hc := &http.Client{Transport: retryCut{&http.Transport{DisableKeepAlives: true}}, Timeout: 10 * time.Second}
+	// The client waits longer than the server's own bound on an API call
+	// (--request-timeout, 10 s), as a game's backend should: then a call
+	// that meets a moving match gets the server's answer (the match, or a
+	// 503 to retry) rather than a timeout of its own.
+	hc := &http.Client{Transport: retryCut{&http.Transport{DisableKeepAlives: true}}, Timeout: 15 * time.Second}
 	admin := client.NewAdmin("http://"+lb.addr(), testAdminToken, hc)
 
 	const workers = 4
