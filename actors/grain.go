@@ -253,17 +253,15 @@ func (g *grain) recover(rec persistence.Recovery) error {
 		if err := decodeInternal(rec.Snapshot.Data, &ss); err != nil {
 			return fmt.Errorf("snapshot: %w", err)
 		}
-		if ss.Version != snapshotVersion {
-			return fmt.Errorf("snapshot version %d, want %d", ss.Version, snapshotVersion)
+		journal, err := ss.journal()
+		if err != nil {
+			return fmt.Errorf("snapshot at log seq %d: %w", rec.Snapshot.Seq, err)
 		}
 		eng, err := g.deps.Rules.Restore(ss.Engine)
 		if err != nil {
 			return fmt.Errorf("restore engine at log seq %d: %w", rec.Snapshot.Seq, err)
 		}
-		g.engine, g.clock, g.absent, g.logSeq = eng, ss.Clock, ss.Absent, rec.Snapshot.Seq
-		for _, j := range ss.Journal {
-			g.journal.add(j.Seat, j.IntentID, j.EventSeq)
-		}
+		g.engine, g.clock, g.absent, g.logSeq, g.journal = eng, ss.Clock, ss.Absent, rec.Snapshot.Seq, journal
 		g.recent.reset(eng.LastSeq() + 1)
 		if !eng.IsFinished() {
 			// A finished match answers every hello with a snapshot
@@ -475,7 +473,7 @@ func (g *grain) snapshot(ctx actor.Context) {
 		g.log.Error("marshal engine state", "err", err)
 		return
 	}
-	ss := grainSnapshot{Version: snapshotVersion, Engine: state, Clock: g.clock, Absent: g.absent, Journal: g.journal.entries()}
+	ss := newSnapshot(state, g.clock, g.absent, g.journal)
 	data, err := encodeInternal(ss)
 	if err != nil {
 		g.log.Error("encode snapshot", "err", err)

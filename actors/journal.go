@@ -2,10 +2,11 @@ package actors
 
 import (
 	"bytes"
-	"cmp"
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -51,7 +52,9 @@ type logEntry struct {
 	Present  bool      `msgpack:"o,omitempty"`
 }
 
-// journalEntry is the stored result of an accepted intent.
+// journalEntry is an accepted intent's result as snapshot version 1 stored
+// it; version 2 stores digests (journalBytes), and version 1 snapshots are
+// still read.
 type journalEntry struct {
 	Seat     int    `msgpack:"p"`
 	IntentID string `msgpack:"i"`
@@ -60,14 +63,43 @@ type journalEntry struct {
 
 // grainSnapshot is the grain state written every Timing.SnapshotEvery entries.
 type grainSnapshot struct {
-	Version int            `msgpack:"v"`
-	Engine  []byte         `msgpack:"e"`
-	Clock   decisionClock  `msgpack:"c"`
-	Absent  absence        `msgpack:"a"`
-	Journal []journalEntry `msgpack:"j"`
+	Version int           `msgpack:"v"`
+	Engine  []byte        `msgpack:"e"`
+	Clock   decisionClock `msgpack:"c"`
+	Absent  absence       `msgpack:"a"`
+	// Journal is the idempotency journal of a version 1 snapshot.
+	Journal []journalEntry `msgpack:"j,omitempty"`
+	// Digests is the idempotency journal of a version 2 snapshot, as
+	// intentJournal.encode writes it.
+	Digests []byte `msgpack:"d,omitempty"`
 }
 
-const snapshotVersion = 1
+// snapshotVersion is the version written. 2 stores the idempotency journal
+// as digests; 1 (read still) stored intent ids. A member of a release before
+// version 2 refuses to activate a match from a version 2 snapshot
+// (docs/operations.md, "Snapshot format").
+const snapshotVersion = 2
+
+// newSnapshot is the snapshot of g's durable state, in the current format.
+func newSnapshot(engine []byte, clock decisionClock, absent absence, j intentJournal) grainSnapshot {
+	return grainSnapshot{Version: snapshotVersion, Engine: engine, Clock: clock, Absent: absent, Digests: j.encode()}
+}
+
+// journal returns the snapshot's idempotency journal, from either version.
+func (ss *grainSnapshot) journal() (intentJournal, error) {
+	switch ss.Version {
+	case 1:
+		j := make(intentJournal, len(ss.Journal))
+		for _, e := range ss.Journal {
+			j.add(e.Seat, e.IntentID, e.EventSeq)
+		}
+		return j, nil
+	case 2:
+		return decodeJournal(ss.Digests)
+	default:
+		return nil, fmt.Errorf("snapshot version %d, want 1 or 2", ss.Version)
+	}
+}
 
 func encodeInternal(v any) ([]byte, error) {
 	b, err := msgpack.Marshal(v)
@@ -171,44 +203,72 @@ func encodeField(enc *msgpack.Encoder, key string, value func() error) error {
 }
 
 // intentJournal is the idempotency journal: the event seq each accepted
-// intent produced, by seat and intent id. It is keyed by one string, the
-// seat's digit and then the id, with only the seq as the value: a grain
-// holds one entry per accepted intent of the whole match (a duplicate is
-// recognised however late it comes), and a struct key and an entry that
-// repeats it took about twice the memory.
-type intentJournal map[string]int64
+// intent produced, by seat and intent id. A grain holds one entry per
+// accepted intent of the whole match (a duplicate is recognised however late
+// it comes), so the key is a fixed 16-byte digest of the seat and the id
+// (intentDigest) rather than the id: a map slot then holds the whole entry,
+// where a string key cost a slot and a separate allocation of the id, about
+// three times the memory for the 36-character ids clients send.
+type intentJournal map[intentDigest]int64
 
-// key builds the lookup key in buf; a lookup with string(key) does not
-// allocate.
-func (intentJournal) key(buf *[1 + protocol.MaxIntentIDLen]byte, seat int, id string) []byte {
-	return append(append(buf[:0], byte('0'+seat)), id...)
+// intentDigest is the first 128 bits of SHA-256 over the seat's digit and
+// the intent id. Two different intents of one seat share a digest only with
+// a chance of about 2^-128 per pair (2^-64 after 2^32 intents of one
+// match), and a client that wanted to make its own intents collide would need
+// about 2^64 SHA-256 evaluations; a collision would only make the client's
+// second intent look like a duplicate of its first.
+type intentDigest [16]byte
+
+// digestLen is the size of one entry in intentJournal.encode.
+const digestLen = len(intentDigest{}) + 8
+
+func digestIntent(seat int, id string) intentDigest {
+	var buf [1 + protocol.MaxIntentIDLen]byte
+	sum := sha256.Sum256(append(append(buf[:0], byte('0'+seat)), id...))
+	return intentDigest(sum[:len(intentDigest{})])
 }
 
 // lookup returns the event seq of seat's accepted intent id.
 func (j intentJournal) lookup(seat int, id string) (int64, bool) {
-	var buf [1 + protocol.MaxIntentIDLen]byte
-	seq, ok := j[string(j.key(&buf, seat, id))]
+	seq, ok := j[digestIntent(seat, id)]
 	return seq, ok
 }
 
 // add records seat's accepted intent id and the event seq it produced.
 func (j intentJournal) add(seat int, id string, eventSeq int64) {
-	var buf [1 + protocol.MaxIntentIDLen]byte
-	j[string(j.key(&buf, seat, id))] = eventSeq
+	j[digestIntent(seat, id)] = eventSeq
 }
 
-// entries lists the journal for a snapshot, sorted by seat and id so that
-// equal journals encode alike.
-func (j intentJournal) entries() []journalEntry {
-	out := make([]journalEntry, 0, len(j))
-	for k, seq := range j {
-		out = append(out, journalEntry{Seat: int(k[0] - '0'), IntentID: k[1:], EventSeq: seq})
+// encode writes the journal for a snapshot: each entry as its digest and its
+// event seq (8 bytes, big-endian), sorted by digest so that equal journals
+// encode alike.
+func (j intentJournal) encode() []byte {
+	keys := slices.SortedFunc(maps.Keys(j), func(a, b intentDigest) int { return bytes.Compare(a[:], b[:]) })
+	out := make([]byte, 0, len(keys)*digestLen)
+	for _, k := range keys {
+		out = binary.BigEndian.AppendUint64(append(out, k[:]...), uint64(j[k]))
 	}
-	slices.SortFunc(out, func(a, b journalEntry) int {
-		if c := cmp.Compare(a.Seat, b.Seat); c != 0 {
-			return c
-		}
-		return strings.Compare(a.IntentID, b.IntentID)
-	})
 	return out
+}
+
+// decodeJournal reads what encode wrote; anything else is an error, since a
+// journal that lost an entry would let a duplicate be applied twice.
+func decodeJournal(b []byte) (intentJournal, error) {
+	if len(b)%digestLen != 0 {
+		return nil, fmt.Errorf("intent journal: %d bytes is not a whole number of %d-byte entries", len(b), digestLen)
+	}
+	j := make(intentJournal, len(b)/digestLen)
+	var prev intentDigest
+	for i := 0; i < len(b); i += digestLen {
+		k := intentDigest(b[i : i+len(intentDigest{})])
+		if i > 0 && bytes.Compare(prev[:], k[:]) >= 0 {
+			return nil, fmt.Errorf("intent journal: entry %d is out of order", i/digestLen)
+		}
+		seq := int64(binary.BigEndian.Uint64(b[i+len(intentDigest{}) : i+digestLen]))
+		if seq < 1 {
+			return nil, fmt.Errorf("intent journal: entry %d has event seq %d", i/digestLen, seq)
+		}
+		j[k], prev = seq, k
+	}
+	return j, nil
 }

@@ -505,3 +505,89 @@ func testResumeBeyondWindow(t *testing.T, tn *testNode) {
 		t.Fatalf("%v journal rebuilds after a resume inside the window, want still 1", n)
 	}
 }
+
+// An intent re-sent after its match moved is a duplicate when the new
+// activation learnt of it from the snapshot rather than the log tail, and
+// whether that snapshot stores digests (version 2, written today) or intent
+// ids (version 1, written by earlier releases): an upgrade must not let a
+// duplicate be applied twice.
+func TestGrainDuplicateAfterReactivationFromSnapshot(t *testing.T) {
+	for _, sk := range storeKinds {
+		for _, version := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s/v%d", sk.name, version), func(t *testing.T) {
+				testDuplicateFromSnapshot(t, startTestNodeOn(t, fastTiming(), sk.open(t)), version)
+			})
+		}
+	}
+}
+
+func testDuplicateFromSnapshot(t *testing.T, tn *testNode, version int) {
+	id := tn.create(t, 0)
+	seats, sinks := tn.openBoth(t, id)
+	type played struct {
+		seat int
+		id   string
+		seq  int64
+	}
+	var intents []played
+	seq := endTurns(t, seats, sinks, 1, 7, func(seq int64) {
+		i := len(intents)
+		intents = append(intents, played{i % 2, fmt.Sprintf("end-%d", i), seq})
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// The intruder's claim fences this activation; the next intent lands on
+	// a new one, rebuilt from the snapshot the intruder leaves.
+	rec, err := tn.store.Inner().Claim(ctx, id, "intruder")
+	if err != nil {
+		t.Fatalf("intruding claim: %v", err)
+	}
+	if rec.Snapshot == nil {
+		t.Fatal("no snapshot after 7 intents with a snapshot every 4 entries")
+	}
+	var ss grainSnapshot
+	if err := decodeInternal(rec.Snapshot.Data, &ss); err != nil {
+		t.Fatal(err)
+	}
+	journal, err := ss.journal()
+	if err != nil || ss.Version != 2 {
+		t.Fatalf("snapshot written: version %d, journal %v", ss.Version, err)
+	}
+	var covered []played
+	for _, p := range intents {
+		if s, ok := journal.lookup(p.seat, p.id); ok {
+			if s != p.seq {
+				t.Fatalf("snapshot journal: %s at seq %d, want %d", p.id, s, p.seq)
+			}
+			covered = append(covered, p)
+		}
+	}
+	if len(covered) == 0 || len(covered) == len(intents) {
+		t.Fatalf("the snapshot covers %d of %d intents; the test needs some in it and some in the tail", len(covered), len(intents))
+	}
+	if version == 1 {
+		// The same state as an earlier release wrote it.
+		old := grainSnapshot{Version: 1, Engine: ss.Engine, Clock: ss.Clock, Absent: ss.Absent}
+		for _, p := range covered {
+			old.Journal = append(old.Journal, journalEntry{p.seat, p.id, p.seq})
+		}
+		data, err := encodeInternal(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tn.store.Inner().SaveSnapshot(ctx, id, rec.Epoch, persistence.Snapshot{Seq: rec.Snapshot.Seq, Data: data}); err != nil {
+			t.Fatalf("write the version 1 snapshot: %v", err)
+		}
+	}
+	s := len(intents) % 2
+	sendIntent(t, seats[s], "after", seq, protocol.EndTurn{})
+	if res := expectResult(t, sinks[s], "after"); !res.Accepted || res.Duplicate {
+		t.Fatalf("intent on the new activation: %+v", res)
+	}
+	for _, p := range []played{covered[0], intents[len(intents)-1]} {
+		sendIntent(t, seats[p.seat], p.id, 1, protocol.EndTurn{})
+		if res := expectResult(t, sinks[p.seat], p.id); !res.Accepted || !res.Duplicate || res.EventSeq != p.seq {
+			t.Fatalf("re-sent %s after reactivation: %+v, want a duplicate of seq %d", p.id, res, p.seq)
+		}
+	}
+}

@@ -2,12 +2,10 @@ package actors
 
 import (
 	"bytes"
-	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"slices"
 
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/protocol"
@@ -146,8 +144,7 @@ func stateBytes(g *grain) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replay: marshal engine state: %w", err)
 	}
-	ss := grainSnapshot{Version: snapshotVersion, Engine: eng, Clock: g.clock, Journal: g.journal.entries()}
-	return encodeInternal(ss)
+	return encodeInternal(newSnapshot(eng, g.clock, absence{}, g.journal))
 }
 
 // sameAsSnapshot compares g (rebuilt from the log up to the snapshot's
@@ -157,14 +154,12 @@ func sameAsSnapshot(g *grain, snap *persistence.Snapshot) (bool, error) {
 	if err := decodeInternal(snap.Data, &ss); err != nil {
 		return false, fmt.Errorf("replay: decode snapshot: %w", err)
 	}
-	ss.Absent = absence{}
-	slices.SortFunc(ss.Journal, func(a, b journalEntry) int {
-		if c := cmp.Compare(a.Seat, b.Seat); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.IntentID, b.IntentID)
-	})
-	stored, err := encodeInternal(ss)
+	// Compared in the current format, whichever version was stored.
+	journal, err := ss.journal()
+	if err != nil {
+		return false, fmt.Errorf("replay: snapshot: %w", err)
+	}
+	stored, err := encodeInternal(newSnapshot(ss.Engine, ss.Clock, absence{}, journal))
 	if err != nil {
 		return false, fmt.Errorf("replay: encode snapshot: %w", err)
 	}
