@@ -63,6 +63,7 @@ type Node struct {
 	reloader *secretsReloader // nil without key or TLS files
 	stall    *stallWatch
 	info     map[string]string // what Describe answers (Config.Info and the member id)
+	replies  *replies          // attemptLocal's reply processes
 }
 
 // topology is an immutable snapshot of the published cluster topology.
@@ -102,6 +103,9 @@ func Start(cfg Config) (*Node, error) {
 	)
 	log = log.With(slog.String("member", n.system.ID))
 	n.log = log
+	// Before the remote starts: its resolver claims every address.
+	n.replies = newReplies()
+	n.system.ProcessRegistry.RegisterAddressResolver(n.replies.resolve)
 	// Subscribe before the member starts: the first topology is published
 	// during StartMember.
 	n.sub = n.system.EventStream.Subscribe(n.onEvent)

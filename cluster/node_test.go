@@ -155,6 +155,66 @@ func TestNodeSingleMember(t *testing.T) {
 		time.Sleep(2 * slowDelay) // let the slow grain finish its answer
 	})
 
+	// attemptLocal's reply processes live in the node's own table, not in
+	// protoactor's registry (whose 32,768 shard maps each keep a slot group
+	// once any id hashed there); a reply that comes after its request gave
+	// up is dropped, and the table is empty again once requests are over.
+	t.Run("local replies stay out of the registry", func(t *testing.T) {
+		registered := func() int {
+			n := 0
+			for _, m := range node.System().ProcessRegistry.LocalPIDs.LocalPIDs {
+				n += m.Count()
+			}
+			return n
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := node.Request(ctx, "slow", slowKindName, &Get{}); err != nil {
+			t.Fatal(err)
+		}
+		before := registered()
+		done := make(chan error, 1)
+		go func() {
+			_, err := node.Request(ctx, "slow", slowKindName, &Get{})
+			done <- err
+		}()
+		for slowInFlight.Load() == 0 {
+			select {
+			case err := <-done:
+				t.Fatalf("the slow request ended before it was seen in flight: %v", err)
+			case <-ctx.Done():
+				t.Fatal("the slow request never reached its grain")
+			case <-time.After(time.Millisecond):
+			}
+		}
+		inFlight, during := node.RepliesInFlight(), registered()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if during != before || inFlight != 1 {
+			t.Fatalf("during a local request: %d registered processes (before %d), %d in the reply table; want the reply only in the table",
+				during, before, inFlight)
+		}
+		short, cancel2 := context.WithTimeout(context.Background(), slowDelay/6)
+		defer cancel2()
+		if _, err := node.Request(short, "slow", slowKindName, &Get{}); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("short request = %v, want DeadlineExceeded", err)
+		}
+		for slowInFlight.Load() != 0 { // the late answer is sent, to nobody
+			if ctx.Err() != nil {
+				t.Fatal("the slow grain did not finish")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		v, err := node.Request(ctx, "slow", slowKindName, &Get{})
+		if c, ok := v.(*Count); err != nil || !ok || c.Host != node.Self() {
+			t.Fatalf("request after a late reply: %#v, %v", v, err)
+		}
+		if n := node.RepliesInFlight(); n != 0 {
+			t.Fatalf("%d reply processes left after every request ended", n)
+		}
+	})
+
 	t.Run("errors", func(t *testing.T) {
 		tests := []struct {
 			name     string

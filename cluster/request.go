@@ -157,13 +157,9 @@ func (n *Node) attempt(ctx context.Context, identity, kind, owner string, wire a
 // which rests on the store's fence, not on where a request is delivered
 // (docs/cluster.md §3.4).
 func (n *Node) attemptLocal(ctx context.Context, identity, kind string, pid *actor.PID, wire any, timeout time.Duration) (v any, retry bool, err error) {
-	reg := n.system.ProcessRegistry
 	rp := &replyProcess{ch: make(chan any, 1)}
-	self, ok := reg.Add(rp, "future"+reg.NextId())
-	if !ok {
-		return nil, true, fmt.Errorf("cluster: reply id for %s/%s already taken", kind, identity)
-	}
-	defer reg.Remove(self)
+	self := n.replies.add(rp)
+	defer n.replies.remove(self)
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	lost := n.memberLost()
