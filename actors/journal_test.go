@@ -2,7 +2,9 @@ package actors
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -179,4 +181,37 @@ func TestSnapshotJournalVersions(t *testing.T) {
 	if _, err := (&grainSnapshot{Version: 3}).journal(); err == nil {
 		t.Fatal("a version 3 snapshot was read")
 	}
+}
+
+// BenchmarkIntentJournalMemory reports the live heap per journal entry
+// (B/entry) for journals of 200 accepted intents with the 36-character ids
+// clients send, a match's worth at the open-loop measurement
+// (docs/performance.md).
+func BenchmarkIntentJournalMemory(b *testing.B) {
+	const journals, entries = 1000, 200
+	ids := make([]string, entries)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%08x-7d4a-4e55-9a10-%012x", i, i*7919)
+	}
+	var perEntry float64
+	for b.Loop() {
+		before := liveHeap()
+		js := make([]intentJournal, journals)
+		for m := range js {
+			js[m] = intentJournal{}
+			for i, id := range ids {
+				js[m].add(i%2, id, int64(i+1))
+			}
+		}
+		perEntry = float64(liveHeap()-before) / (journals * entries)
+		runtime.KeepAlive(js)
+	}
+	b.ReportMetric(perEntry, "B/entry")
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
