@@ -53,7 +53,7 @@ type logEntry struct {
 }
 
 // journalEntry is an accepted intent's result as snapshot version 1 stored
-// it; version 2 stores digests (journalBytes), and version 1 snapshots are
+// it; version 2 stores digests (intentJournal.encode), and version 1 snapshots are
 // still read.
 type journalEntry struct {
 	Seat     int    `msgpack:"p"`
