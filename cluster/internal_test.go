@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -204,3 +206,47 @@ func TestStallThresholdFollowsDetection(t *testing.T) {
 		})
 	}
 }
+
+// TestRegistryIsOneMapPerBucket fails if the shard count of protoactor's
+// registry maps is not set before the actor system is made (cluster.init).
+func TestRegistryIsOneMapPerBucket(t *testing.T) {
+	sys := actor.NewActorSystem()
+	buckets := sys.ProcessRegistry.LocalPIDs.LocalPIDs
+	if len(buckets) == 0 {
+		t.Fatal("protoactor's registry has no buckets: its layout changed, review cluster/registry.go")
+	}
+	for i, b := range buckets {
+		if len(b) != 1 {
+			t.Fatalf("registry bucket %d has %d shards, want 1", i, len(b))
+		}
+	}
+}
+
+// BenchmarkRegistryMemory reports what protoactor's registry costs: its
+// empty table, and the live heap per process registered the way a busy
+// member registers them (a grain per match, a process per seat).
+func BenchmarkRegistryMemory(b *testing.B) {
+	const processes = 3000 // 1,000 matches of two seats
+	var empty, made, filled runtime.MemStats
+	for range b.N {
+		runtime.GC()
+		runtime.ReadMemStats(&empty)
+		sys := actor.NewActorSystem()
+		runtime.GC()
+		runtime.ReadMemStats(&made)
+		for i := range processes {
+			sys.ProcessRegistry.Add(nopProcess{}, "seat-"+strconv.Itoa(i))
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&filled)
+		b.ReportMetric(float64(made.HeapAlloc-empty.HeapAlloc)/1e6, "MB/system")
+		b.ReportMetric(float64(filled.HeapAlloc-made.HeapAlloc)/processes, "B/process")
+		runtime.KeepAlive(sys)
+	}
+}
+
+type nopProcess struct{}
+
+func (nopProcess) SendUserMessage(*actor.PID, any)   {}
+func (nopProcess) SendSystemMessage(*actor.PID, any) {}
+func (nopProcess) Stop(*actor.PID)                   {}
