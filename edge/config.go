@@ -55,6 +55,13 @@ type Config struct {
 	// HeartbeatTimeout: this long after the last client frame the connection
 	// is closed with 4408 (default 40 s).
 	HeartbeatTimeout time.Duration
+	// NoReaderParking keeps every connection's reader waiting in
+	// gorilla's read. By default the reader of a quiet connection (after
+	// the hello and after each keep-alive frame) moves to a fresh
+	// goroutine that waits for the next frame on the smallest stack: about
+	// 2 KiB of memory per quiet connection saved, one goroutine start and
+	// a stack that grows again when the client speaks.
+	NoReaderParking bool
 	// WriteTimeout bounds every write to a client; a client that does not
 	// take a frame within it is disconnected (default 10 s).
 	WriteTimeout time.Duration

@@ -105,10 +105,13 @@ func (c *corkConn) CloseWrite() error {
 }
 
 // corkingWriter hands gorilla's Upgrader a corkConn instead of the hijacked
-// connection.
+// connection, and a buffered reader of the edge's own over it, which
+// gorilla adopts as its reader when the Upgrader's ReadBufferSize is 0: so
+// the session can tell when gorilla holds no unread bytes (wsTransport.quiet).
 type corkingWriter struct {
 	http.ResponseWriter
 	conn *corkConn
+	br   *bufio.Reader
 }
 
 // Hijack implements http.Hijacker.
@@ -122,5 +125,11 @@ func (w *corkingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, fmt.Errorf("hijack: %w", err)
 	}
 	w.conn = &corkConn{Conn: c}
-	return w.conn, brw, nil
+	if brw.Reader.Buffered() > 0 {
+		// Bytes sent before the handshake's answer: gorilla refuses those
+		// itself when it sees them in the reader it is given.
+		return w.conn, brw, nil
+	}
+	w.br = bufio.NewReaderSize(w.conn, streamReadBuffer)
+	return w.conn, bufio.NewReadWriter(w.br, brw.Writer), nil
 }

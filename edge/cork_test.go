@@ -45,7 +45,7 @@ func TestWSBatchIsOneWrite(t *testing.T) {
 		}
 		cnt := &countingConn{Conn: cw.conn.Conn}
 		cw.conn.Conn = cnt
-		got <- served{newWSTransport(c, cw.conn), cnt}
+		got <- served{newWSTransport(c, cw.conn, nil), cnt}
 	}))
 	defer hs.Close()
 	cli, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(hs.URL, "http")+"/", nil)

@@ -96,13 +96,10 @@ func New(cfg Config, matches Matches) (*Server, error) {
 	}
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: cfg.HelloTimeout,
-		// Client frames are small (an intent is about 50 bytes, a hello
-		// with its ticket a few hundred) and the reader copies each
-		// message into a pooled buffer anyway; 256 bytes instead of 4 KiB
-		// saves 3.75 KiB of every connection's heap for at worst a few
-		// more read calls on a large frame. gorilla raises anything below
-		// a control frame's 125 bytes.
-		ReadBufferSize:  256,
+		// 0: gorilla reads through the buffered reader corkingWriter's
+		// Hijack hands it (streamReadBuffer bytes, not net/http's 4 KiB),
+		// which the session can see into.
+		ReadBufferSize:  0,
 		WriteBufferSize: 4 << 10,
 		// Idle connections give their write buffer back to the pool.
 		WriteBufferPool: &sync.Pool{},
@@ -161,7 +158,7 @@ func (s *Server) serveGame(w http.ResponseWriter, r *http.Request) int {
 		s.log.Debug("edge: websocket upgrade failed", "remote", r.RemoteAddr, "err", err)
 		return http.StatusBadRequest
 	}
-	s.startSession(newWSTransport(c, cw.conn))
+	s.startSession(newWSTransport(c, cw.conn, cw.br))
 	return http.StatusSwitchingProtocols
 }
 
@@ -227,14 +224,13 @@ func (s *Server) startSession(t transport) {
 	s.metrics.connections[t.kind()].Add(1)
 	s.metrics.connectionsTotal[t.kind()].Add(1)
 	sess.startHeartbeat()
-	go func() {
-		defer s.wg.Done()
-		sess.readLoop()
-	}()
+	go sess.readLoop()
 }
 
-// sessionDone is the last thing a session's reader does.
+// sessionDone is the last thing a session's reader does (on whichever
+// goroutine reads for it by then: see session.park).
 func (s *Server) sessionDone(sess *session) {
+	defer s.wg.Done()
 	s.mu.Lock()
 	delete(s.sessions, sess)
 	s.mu.Unlock()

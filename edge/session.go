@@ -15,8 +15,9 @@ import (
 )
 
 // session is one client connection, the same for WebSocket and TCP. Its
-// reader goroutine (handshake, then one frame at a time, calls into the Seat)
-// runs for the connection's life; its writer goroutine (drains the outbox,
+// reader (handshake, then one frame at a time, calls into the Seat) runs
+// for the connection's life, moving to a fresh goroutine after each silence
+// (readFrames, park); its writer goroutine (drains the outbox,
 // says goodbye) runs only while there is something to write, and a timer
 // queues the heartbeat pings, so an idle connection costs one goroutine, not
 // two. Writers never overlap: the outbox hands the turn from one to the next.
@@ -189,22 +190,49 @@ func (s *session) setReadDeadline(d time.Time) bool {
 	return true
 }
 
-// readLoop is the reader goroutine.
+// readLoop is the reader goroutine: the handshake, then frames.
 func (s *session) readLoop() {
-	defer s.finishRead()
 	// The handshake attaches the seat through the cluster, a deep call chain
 	// that grows a goroutine's stack to 8 KiB, and the runtime halves a
-	// stack only while less than a quarter of it is in use, which a parked
-	// reader's 1–2 KiB is not: run here, every idle connection kept 8 KiB
-	// of stack (measured at 10,000). On its own goroutine the handshake
-	// leaves this one at the 4 KiB that waiting for frames needs.
+	// stack only while less than a quarter of it is in use, which a reader
+	// waiting in gorilla's read (1–2 KiB) is not: run here, every idle
+	// connection kept 8 KiB of stack (measured at 10,000). On its own
+	// goroutine the handshake leaves this one small.
 	handshook := make(chan bool, 1)
 	go func() { handshook <- s.handshake() }()
 	if !<-handshook {
+		s.finishRead()
 		return
 	}
+	s.park()
+}
+
+// readFrames reads and handles frames until the connection ends, then
+// finishes it; or, after a keep-alive frame, hands the connection to park
+// on a fresh goroutine and returns.
+//
+// Why: handling a frame (an intent's path into the cluster) grows this
+// goroutine's stack to 8 KiB, and it never shrinks back while the reader
+// waits in gorilla's read (see readLoop). A fresh goroutine that waits in
+// waitReadable, a few frames deep, starts on the runtime's average stack,
+// which such waiters bring down to the minimum of 2 KiB: a quiet connection
+// then costs a quarter of the stack an active one does
+// (docs/performance.md). A keep-alive is what marks a connection quiet:
+// a client pings only after it has sent nothing for a while, and answers
+// a ServerPing, which the edge sends only after a silence. Readers of
+// active connections keep waiting deep in gorilla's read on purpose: one
+// that waited shallow between intents would be halved by every collection
+// and grow back on the next intent (measured: 6 % of the node's CPU at
+// 1,000 matches × 2 intents/s).
+func (s *session) readFrames() {
+	parked := false
+	defer func() {
+		if !parked {
+			s.finishRead()
+		}
+	}()
 	for {
-		if !s.setReadDeadline(time.Unix(0, s.lastFrame.Load()).Add(s.cfg.HeartbeatTimeout)) {
+		if !s.setReadDeadline(s.heartbeatDeadline()) {
 			return
 		}
 		b, err := s.t.readFrame()
@@ -218,8 +246,37 @@ func (s *session) readLoop() {
 		now := time.Now()
 		s.lastFrame.Store(now.UnixNano())
 		s.countIn(len(b))
-		s.handleFrame(b, now)
+		if keepAlive := s.handleFrame(b, now); keepAlive && !s.cfg.NoReaderParking && s.t.quiet() {
+			parked = true
+			go s.park()
+			return
+		}
 	}
+}
+
+// heartbeatDeadline is when the connection times out unless a frame comes.
+func (s *session) heartbeatDeadline() time.Time {
+	return time.Unix(0, s.lastFrame.Load()).Add(s.cfg.HeartbeatTimeout)
+}
+
+// park is the reader of a quiet connection, on a goroutine of its own: it
+// waits for the client's next bytes, or the heartbeat deadline, on a small
+// stack, then reads on as readFrames. Where the transport cannot tell that
+// nothing is buffered (or parking is off) it reads on at once.
+func (s *session) park() {
+	if !s.cfg.NoReaderParking && s.t.quiet() {
+		if !s.setReadDeadline(s.heartbeatDeadline()) {
+			s.finishRead()
+			return
+		}
+		// A deadline here consumed nothing; readFrames sets it again.
+		if err := s.t.waitReadable(); err != nil {
+			s.shutdown(s.readErrorReason(err, ReasonHeartbeatTimeout))
+			s.finishRead()
+			return
+		}
+	}
+	s.readFrames()
 }
 
 func (s *session) countIn(n int) {
@@ -348,29 +405,31 @@ func (s *session) seatFailed(op string, err error) {
 }
 
 // handleFrame processes one frame after the handshake.
-func (s *session) handleFrame(b []byte, now time.Time) {
+// handleFrame handles one client frame after the hello; it reports a
+// keep-alive (ClientPing, ClientPong), after which the reader parks.
+func (s *session) handleFrame(b []byte, now time.Time) (keepAlive bool) {
 	if !s.lim.abuse.take(now) {
 		s.shutdown(ReasonRateLimited)
-		return
+		return false
 	}
 	f, err := protocol.DecodeClientFrame(b)
 	if err != nil {
 		var unknown *protocol.UnknownIntentError
 		if !errors.As(err, &unknown) {
 			s.shutdown(decodeReason(err))
-			return
+			return false
 		}
 		if s.limitIntent(unknown.IntentID, now) {
 			s.srv.metrics.intents[intentNotSupported].Add(1)
 			s.reject(unknown.IntentID, protocol.RejectNotSupported, "unknown intent")
 		}
-		return
+		return false
 	}
 	seat := s.currentSeat()
 	switch f := f.(type) {
 	case *protocol.ClientIntent:
 		if !s.limitIntent(f.IntentID, now) {
-			return
+			return false
 		}
 		s.srv.metrics.intents[intentForwarded].Add(1)
 		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
@@ -388,8 +447,10 @@ func (s *session) handleFrame(b []byte, now time.Time) {
 		}
 	case *protocol.ClientPing:
 		s.send(&protocol.ServerPong{Nonce: f.Nonce, ServerTimeMs: now.UnixMilli()})
+		return true
 	case *protocol.ClientPong:
 		// Activity only; lastFrame is already updated.
+		return true
 	case *protocol.ClientLeave:
 		// The match learns of the leave before the client sees the 1000.
 		s.seat.Store(nil)
@@ -398,6 +459,7 @@ func (s *session) handleFrame(b []byte, now time.Time) {
 	default: // a second ClientHello
 		s.shutdown(ReasonProtocolViolation)
 	}
+	return false
 }
 
 // limitIntent spends an intent token; without one it answers RateLimited

@@ -27,6 +27,16 @@ type transport interface {
 	setReadDeadline(t time.Time) error
 	// drain reads and discards until an error (the read deadline, usually).
 	drain()
+	// quiet reports that no byte of the stream waits in the process's own
+	// buffers, so that waitReadable may stand in for the start of the next
+	// readFrame: then the next bytes can only come from the socket.
+	quiet() bool
+	// waitReadable returns once the socket has bytes to read, or with the
+	// read deadline's error, and consumes nothing: a timeout leaves the
+	// stream as it was (unlike one inside readFrame, which gorilla/websocket
+	// never recovers from). It waits only a few frames deep, which is what
+	// lets a parked reader live on the smallest stack (session.park).
+	waitReadable() error
 	// writeFrames writes frames in order, finishing before deadline.
 	writeFrames(frames [][]byte, deadline time.Time) (int, error)
 	// writeGoodbye writes the final ServerError (nil: none) and, on
@@ -57,17 +67,28 @@ const (
 	wsReadKeep  = 64 << 10
 )
 
+// streamReadBuffer is the size of a connection's own buffered reader, which
+// both transports read the socket through. Client frames are small (an
+// intent is about 50 bytes, a hello with its ticket a few hundred), so a few
+// hundred bytes take most frames in one read; gorilla/websocket takes a
+// hijacked reader over 256 bytes as its own (and would make one of its own
+// otherwise, which the edge could not see into).
+const streamReadBuffer = 320
+
 var wsReadBufs = sync.Pool{New: func() any { b := make([]byte, 0, wsReadStart); return &b }}
 
 type wsTransport struct {
 	c         *websocket.Conn
-	cork      *corkConn // c's socket; nil when c was not made by serveGame
-	buf       *[]byte   // the last frame's buffer, from wsReadBufs
+	cork      *corkConn     // c's socket; nil when c was not made by serveGame
+	br        *bufio.Reader // what c reads the socket through; nil: unknown (no parking)
+	buf       *[]byte       // the last frame's buffer, from wsReadBufs
 	closeOnce sync.Once
 }
 
-func newWSTransport(c *websocket.Conn, cork *corkConn) *wsTransport {
-	return &wsTransport{c: c, cork: cork}
+// newWSTransport wraps c; cork and br are what corkingWriter gave c (nil
+// when c was made otherwise).
+func newWSTransport(c *websocket.Conn, cork *corkConn, br *bufio.Reader) *wsTransport {
+	return &wsTransport{c: c, cork: cork, br: br}
 }
 
 // readFrame enforces protocol.MaxFrameBytes itself instead of through
@@ -129,6 +150,21 @@ func (t *wsTransport) releaseBuf() {
 func (t *wsTransport) setReadDeadline(d time.Time) error {
 	if err := t.c.SetReadDeadline(d); err != nil {
 		return fmt.Errorf("set read deadline: %w", err)
+	}
+	return nil
+}
+
+// quiet: readFrame returns only whole messages, so between two calls
+// gorilla is at a frame boundary and holds no bytes but those in br.
+func (t *wsTransport) quiet() bool { return t.br != nil && t.br.Buffered() == 0 }
+
+func (t *wsTransport) waitReadable() error { return peekOne(t.br) }
+
+// peekOne waits for one byte in br; a deadline's error is returned once and
+// leaves br usable (bufio keeps nothing of it).
+func peekOne(br *bufio.Reader) error {
+	if _, err := br.Peek(1); err != nil {
+		return fmt.Errorf("wait for data: %w", err)
 	}
 	return nil
 }
@@ -207,15 +243,18 @@ const tcpWriteBuffer = 4 << 10
 
 type tcpTransport struct {
 	conn      net.Conn
+	br        *bufio.Reader // the frame reader's source: a frame's prefix and payload in one read
 	fr        *protocol.FrameReader
 	bw        *bufio.Writer
 	closeOnce sync.Once
 }
 
 func newTCPTransport(c net.Conn) *tcpTransport {
+	br := bufio.NewReaderSize(c, streamReadBuffer)
 	return &tcpTransport{
 		conn: c,
-		fr:   protocol.NewFrameReader(c, protocol.MaxFrameBytes),
+		br:   br,
+		fr:   protocol.NewFrameReader(br, protocol.MaxFrameBytes),
 		bw:   bufio.NewWriterSize(c, tcpWriteBuffer),
 	}
 }
@@ -237,8 +276,14 @@ func (t *tcpTransport) setReadDeadline(d time.Time) error {
 
 func (t *tcpTransport) drain() {
 	// The stream may be mid-frame: discard raw bytes, not frames.
-	_, _ = io.Copy(io.Discard, t.conn) // ends at the deadline or EOF; either is fine
+	_, _ = io.Copy(io.Discard, t.br) // ends at the deadline or EOF; either is fine
 }
+
+// quiet: ReadFrame reads exactly one frame, so between two calls the frame
+// reader holds nothing and br holds only bytes of frames not read yet.
+func (t *tcpTransport) quiet() bool { return t.br.Buffered() == 0 }
+
+func (t *tcpTransport) waitReadable() error { return peekOne(t.br) }
 
 func (t *tcpTransport) writeFrames(frames [][]byte, deadline time.Time) (int, error) {
 	if err := t.conn.SetWriteDeadline(deadline); err != nil {
