@@ -9,7 +9,7 @@ import (
 // resolveActivation resolves one queued AUTO activation (docs/rules.md §7.2): fizzle,
 // no target, unpayable, the optional-ability decision, then cost and effect.
 func (e *Engine) resolveActivation(a activation) {
-	p := int(e.cards[a.source].owner)
+	p := int(e.cards[a.source].owner())
 	if !e.inAbilityZone(p, a) {
 		e.resolved(p, a, protocol.OutcomeFizzled)
 		return

@@ -2,6 +2,7 @@ package game
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -182,4 +183,34 @@ func BenchmarkUnmarshalState(b *testing.B) {
 		}
 		i++
 	}
+}
+
+// BenchmarkEngineMemory reports the live heap of a new match's engine (a
+// running match keeps one in its grain), measured over 1,000 of them.
+func BenchmarkEngineMemory(b *testing.B) {
+	const engines = 1000
+	var perEngine float64
+	for b.Loop() {
+		before := liveHeap()
+		es := make([]*Engine, engines)
+		for i := range es {
+			seed := uint64(i + 1)
+			e, _, err := New(seed, decksFor(seed))
+			if err != nil {
+				b.Fatal(err)
+			}
+			es[i] = e
+		}
+		perEngine = float64(liveHeap()-before) / engines
+		runtime.KeepAlive(es)
+	}
+	b.ReportMetric(perEngine, "B/engine")
+}
+
+// liveHeap is the heap in use after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }

@@ -79,7 +79,7 @@ func (tb *table) stash(c uint8) {
 		return
 	}
 	tb.e.resetUnit(c)
-	p := tb.e.cards[c].owner
+	p := tb.e.cards[c].owner()
 	tb.e.pl[p].deck = append(tb.e.pl[p].deck, c)
 }
 
@@ -134,7 +134,7 @@ func (tb *table) damage(p int, ids ...string) {
 			up, id = false, id[1:]
 		}
 		c := tb.take(p, id)
-		tb.e.cards[c].faceUp = up
+		tb.e.cards[c].set(flagFaceUp, up)
 		pl.damage = append(pl.damage, c)
 	}
 }

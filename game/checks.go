@@ -105,7 +105,7 @@ func (e *Engine) heal(p, et int) uint8 {
 	k := -1
 	up := 0
 	for i, id := range pl.damage {
-		faceUp := e.cards[id].faceUp
+		faceUp := e.cards[id].faceUp()
 		if (et == protocol.EffectTargetFaceDownDamage && !faceUp) || (et >= 0 && faceUp && up == et) {
 			k = i
 			break
@@ -119,7 +119,7 @@ func (e *Engine) heal(p, et int) uint8 {
 	}
 	id := pl.damage[k]
 	pl.damage = removeAt(pl.damage, k)
-	e.cards[id].faceUp = true
+	e.cards[id].set(flagFaceUp, true)
 	pl.drop = append(pl.drop, id)
 	return id
 }
@@ -137,7 +137,7 @@ func (e *Engine) finishCheck() {
 		e.emit(&protocol.CardToHandEvent{Player: p, Card: e.ref(id), FromZone: protocol.ZoneTrigger})
 		b.driveDone++
 	} else {
-		e.cards[id].faceUp = true
+		e.cards[id].set(flagFaceUp, true)
 		pl.damage = append(pl.damage, id)
 		e.emit(&protocol.DamageEvent{Player: p, Card: e.ref(id), DamageCount: len(pl.damage)})
 		b.dmgDone++

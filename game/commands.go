@@ -311,10 +311,10 @@ func (e *Engine) checkMove(p, from, to int) why {
 	if u == 0 {
 		return because("no unit on circle %d", from)
 	}
-	if e.cards[u].moved {
+	if e.cards[u].moved() {
 		return whyMoved
 	}
-	if w := e.pl[p].rc[to]; w != 0 && e.cards[w].moved {
+	if w := e.pl[p].rc[to]; w != 0 && e.cards[w].moved() {
 		return whySwapMoved
 	}
 	return allowed
@@ -350,7 +350,7 @@ func (e *Engine) checkAttack(p, a, t, b int) why {
 		return because("attacker %d and target %d must be front-row circles", a, t)
 	}
 	u := e.unitAt(p, a)
-	if u == 0 || e.cards[u].rested {
+	if u == 0 || e.cards[u].rested() {
 		return because("no standing unit on circle %d", a)
 	}
 	if e.unitAt(1-p, t) == 0 {
@@ -361,7 +361,7 @@ func (e *Engine) checkAttack(p, a, t, b int) why {
 			return because("circle %d cannot boost circle %d", b, a)
 		}
 		w := e.unitAt(p, b)
-		if w == 0 || e.cards[w].rested || e.grade(w) > 1 {
+		if w == 0 || e.cards[w].rested() || e.grade(w) > 1 {
 			return because("no standing grade 0-1 unit on circle %d", b)
 		}
 	}
@@ -447,7 +447,7 @@ func (e *Engine) checkActivate(p, instance, dr int) why {
 	default:
 		return whyNoACT
 	}
-	if e.cards[id].actUsed {
+	if e.cards[id].actUsed() {
 		return whyUsed
 	}
 	if ab.discard != (dr != noDiscard) {
@@ -593,10 +593,10 @@ func (e *Engine) doMove(p, from, to int) {
 	pl := &e.pl[p]
 	u, w := pl.rc[from], pl.rc[to]
 	pl.rc[from], pl.rc[to] = w, u
-	e.cards[u].moved = true
+	e.cards[u].set(flagMoved, true)
 	ev := &protocol.MoveEvent{Player: p, Card: e.ref(u), FromSlot: from, ToSlot: to}
 	if w != 0 {
-		e.cards[w].moved = true
+		e.cards[w].set(flagMoved, true)
 		r := e.ref(w)
 		ev.Swapped = &r
 	}
@@ -606,7 +606,7 @@ func (e *Engine) doMove(p, from, to int) {
 func (e *Engine) doAttack(p, a, t int, bs *int) {
 	opp := 1 - p
 	u, tgt := e.unitAt(p, a), e.unitAt(opp, t)
-	e.cards[u].rested = true
+	e.cards[u].set(flagRested, true)
 	e.battle = battle{open: true, attackerSlot: int8(a), targetSlot: int8(t), boosterSlot: slotNone, attacker: u, target: tgt}
 	if a == slotVC {
 		e.battle.driveTotal = 1
@@ -618,7 +618,7 @@ func (e *Engine) doAttack(p, a, t int, bs *int) {
 	var booster uint8
 	if bs != nil {
 		booster = e.unitAt(p, *bs)
-		e.cards[booster].rested = true
+		e.cards[booster].set(flagRested, true)
 		e.battle.boosterSlot, e.battle.booster = int8(*bs), booster
 		e.emit(&protocol.BoostEvent{Player: p, Booster: e.ref(booster), BoosterSlot: *bs})
 	}
@@ -662,7 +662,7 @@ func (e *Engine) doIntercept(p, slot int) {
 
 func (e *Engine) doActivate(p int, id uint8, d *string) {
 	ab := e.abOf(id)
-	e.cards[id].actUsed = true
+	e.cards[id].set(flagActUsed, true)
 	a := activation{source: id, key: ab.key}
 	e.emit(&protocol.AbilityTriggeredEvent{Player: p, Source: e.ref(id), AbilityKey: ab.key})
 	if d != nil {

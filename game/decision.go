@@ -44,7 +44,7 @@ func (e *Engine) unitStates() []protocol.UnitState {
 			}
 			c := &e.cards[id]
 			pr := &printings[c.pr]
-			u := protocol.UnitState{Player: p, Slot: slot, Card: e.ref(id), Rested: c.rested, FaceUp: c.faceUp,
+			u := protocol.UnitState{Player: p, Slot: slot, Card: e.ref(id), Rested: c.rested(), FaceUp: c.faceUp(),
 				Power: e.power(p, slot), Critical: e.critical(id)}
 			if u.Rested || !u.FaceUp || u.Power != pr.Power || u.Critical != pr.Critical {
 				out = append(out, u)

@@ -41,10 +41,10 @@ func New(seed uint64, decks [2][]string) (*Engine, []protocol.EventEnvelope, err
 			id := ids[k]
 			k++
 			pr, _ := lookupPrinting(pid) // known: ValidateDeck passed
-			e.cards[id] = card{pr: pr, owner: uint8(p), faceUp: true}
+			e.cards[id] = card{pr: pr, flags: ownerFlag(p) | flagFaceUp}
 			if printings[pr].Starter {
 				pl.vc = id
-				e.cards[id].faceUp = false
+				e.cards[id].set(flagFaceUp, false)
 			} else {
 				pl.deck = append(pl.deck, id)
 			}
@@ -289,10 +289,10 @@ func (e *Engine) beginTurn() {
 	e.emit(&protocol.TurnStartedEvent{TurnNumber: int(e.turn), Player: tp})
 	e.enterPhase(protocol.PhaseStand, protocol.StepNone)
 	pl := &e.pl[tp]
-	e.cards[pl.vc].rested = false
+	e.cards[pl.vc].set(flagRested, false)
 	for _, u := range pl.rc {
 		if u != 0 {
-			e.cards[u].rested = false
+			e.cards[u].set(flagRested, false)
 		}
 	}
 	e.enterPhase(protocol.PhaseDraw, protocol.StepNone)
@@ -307,7 +307,7 @@ func (e *Engine) endTurn() {
 	for id := 1; id <= maxCards; id++ {
 		c := &e.cards[id]
 		c.powTurn, c.critTurn, c.powBattle = 0, 0, 0
-		c.moved, c.actUsed = false, false
+		c.flags &^= flagMoved | flagActUsed
 	}
 	e.tp = 1 - e.tp
 	e.stage = stTurnStart
@@ -318,7 +318,7 @@ func (e *Engine) standUp() {
 	var v [2]protocol.CardRef
 	for p := range e.pl {
 		id := e.pl[p].vc
-		e.cards[id].faceUp = true
+		e.cards[id].set(flagFaceUp, true)
 		v[p] = e.ref(id)
 	}
 	e.emit(&protocol.StandUpEvent{Vanguards: v})
@@ -372,8 +372,8 @@ func (e *Engine) flipDamage(p, n int, up bool) {
 		if n == 0 {
 			break
 		}
-		if c := &e.cards[id]; c.faceUp != up {
-			c.faceUp = up
+		if c := &e.cards[id]; c.faceUp() != up {
+			c.set(flagFaceUp, up)
 			refs = append(refs, e.ref(id))
 			n--
 		}
@@ -422,7 +422,7 @@ func (e *Engine) retire(p, slot int, cause protocol.RetireCause) {
 
 // queueAbility appends an AUTO activation to its controller's queue.
 func (e *Engine) queueAbility(a activation) {
-	p := int(e.cards[a.source].owner)
+	p := int(e.cards[a.source].owner())
 	e.queue[p] = append(e.queue[p], a)
 	e.emit(&protocol.AbilityTriggeredEvent{Player: p, Source: e.ref(a.source), AbilityKey: a.key})
 }

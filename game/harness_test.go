@@ -613,7 +613,7 @@ func (h *harness) checkState() error {
 	for p := range e.pl {
 		pl := &e.pl[p]
 		vg := e.vgGrade(p)
-		if e.cards[pl.vc].faceUp && vg != h.vgGrade[p] {
+		if e.cards[pl.vc].faceUp() && vg != h.vgGrade[p] {
 			return fmt.Errorf("player %d vanguard grade %d, events say %d", p, vg, h.vgGrade[p])
 		}
 		if running {
@@ -652,14 +652,14 @@ func (h *harness) checkState() error {
 	}
 	for _, a := range h.attacks {
 		u := e.unitAt(a.Player, a.AttackerSlot)
-		if !isFrontSlot(a.AttackerSlot) || u != uint8(a.Attacker.InstanceID) || !e.cards[u].rested {
+		if !isFrontSlot(a.AttackerSlot) || u != uint8(a.Attacker.InstanceID) || !e.cards[u].rested() {
 			return fmt.Errorf("attacker %d is not a rested front-row unit on %d", a.Attacker.InstanceID, a.AttackerSlot)
 		}
 	}
 	for i, b := range h.boosts {
 		u := e.unitAt(b.Player, b.BoosterSlot)
 		if i >= len(h.attacks) || b.BoosterSlot != boosterSlotOf(h.attacks[i].AttackerSlot) ||
-			u != uint8(b.Booster.InstanceID) || !e.cards[u].rested || e.grade(u) > 1 {
+			u != uint8(b.Booster.InstanceID) || !e.cards[u].rested() || e.grade(u) > 1 {
 			return fmt.Errorf("booster %d is not a rested grade 0-1 unit behind the attacker", b.Booster.InstanceID)
 		}
 	}
@@ -709,7 +709,7 @@ func (h *harness) checkView(viewer int) error {
 			return errors.New("own hand out of order")
 		}
 	}
-	if !e.cards[e.pl[opp].vc].faceUp && *pv.Vanguard != (protocol.CardView{}) {
+	if !e.cards[e.pl[opp].vc].faceUp() && *pv.Vanguard != (protocol.CardView{}) {
 		return errors.New("face-down starter shown to the opponent")
 	}
 	var bad error
@@ -990,11 +990,16 @@ func TestSameStateCoversEngine(t *testing.T) {
 	want := map[string][]string{
 		"Engine":     {"rng", "seq", "cards", "pl", "first", "tp", "turn", "phase", "step", "stage", "mullDone", "battle", "check", "queue", "pend", "finished", "winner", "reason", "out"},
 		"player":     {"deck", "hand", "soul", "gc", "drop", "damage", "vc", "rc", "trig"},
-		"card":       {"pr", "owner", "faceUp", "rested", "moved", "actUsed", "powTurn", "powBattle", "critTurn"},
+		"card":       {"pr", "flags", "critTurn", "powTurn", "powBattle"},
 		"battle":     {"open", "perfect", "hit", "attackerSlot", "targetSlot", "boosterSlot", "attacker", "target", "booster", "driveTotal", "driveDone", "dmgTotal", "dmgDone"},
 		"checkState": {"kind", "owner"},
 		"activation": {"source", "key", "target"},
 		"pending":    {"kind", "player", "act", "choice", "options"},
+	}
+	// cardsEqual compares bytes, so a card must have no padding; and 12
+	// bytes is what keeps a match's 101 cards small (BenchmarkEngineMemory).
+	if n := unsafe.Sizeof(card{}); n != 12 {
+		t.Errorf("a card is %d bytes, want 12 (no padding)", n)
 	}
 	for _, v := range []any{Engine{}, player{}, card{}, battle{}, checkState{}, activation{}, pending{}} {
 		typ := reflect.TypeOf(v)

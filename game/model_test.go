@@ -61,11 +61,11 @@ func newZoneModel(e *Engine) *zoneModel {
 	m := &zoneModel{}
 	for id := 1; id <= maxCards; id++ {
 		c := &e.cards[id]
-		m.owner[id] = c.owner
+		m.owner[id] = c.owner()
 		m.printID[id] = printings[c.pr].ID
 		if printings[c.pr].Starter {
 			m.zone[id] = mVCDown
-			m.vc[c.owner] = uint8(id)
+			m.vc[c.owner()] = uint8(id)
 		}
 	}
 	return m
@@ -292,12 +292,12 @@ func (e *Engine) actualZones() (z [maxCards + 1]mzone, slot [maxCards + 1]int8) 
 		}
 		for _, id := range pl.damage {
 			z[id] = mDamageDown
-			if e.cards[id].faceUp {
+			if e.cards[id].faceUp() {
 				z[id] = mDamageUp
 			}
 		}
 		z[pl.vc] = mVCDown
-		if e.cards[pl.vc].faceUp {
+		if e.cards[pl.vc].faceUp() {
 			z[pl.vc] = mVC
 		}
 		for s, id := range pl.rc {

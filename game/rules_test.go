@@ -49,7 +49,7 @@ func TestMoveSwapKeepsRestedStateAndMovesOncePerTurn(t *testing.T) {
 	tb.vanguard(0, "S1-009")
 	a := tb.rear(0, 3, "S1-012")
 	b := tb.rear(0, 0, "S1-005")
-	tb.e.cards[a].rested = true
+	tb.e.cards[a].set(flagRested, true)
 	tb.e.cards[a].powTurn = 5000
 	tb.at(0, stMainWait)
 	evs := tb.do(0, protocol.Move{FromSlot: 3, ToSlot: 0})
@@ -58,8 +58,8 @@ func TestMoveSwapKeepsRestedStateAndMovesOncePerTurn(t *testing.T) {
 		t.Fatalf("move: %s", formatEvent(mv))
 	}
 	pl := &tb.e.pl[0]
-	if pl.rc[0] != a || pl.rc[3] != b || !tb.e.cards[a].rested || tb.e.cards[b].rested {
-		t.Errorf("after the swap: rc0=%d rc3=%d rested a=%v b=%v", pl.rc[0], pl.rc[3], tb.e.cards[a].rested, tb.e.cards[b].rested)
+	if pl.rc[0] != a || pl.rc[3] != b || !tb.e.cards[a].rested() || tb.e.cards[b].rested() {
+		t.Errorf("after the swap: rc0=%d rc3=%d rested a=%v b=%v", pl.rc[0], pl.rc[3], tb.e.cards[a].rested(), tb.e.cards[b].rested())
 	}
 	if got := tb.e.power(0, 0); got != 11000+5000 {
 		t.Errorf("moved unit lost its modifier: power %d", got)

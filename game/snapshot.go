@@ -46,7 +46,7 @@ func (e *Engine) appendState(b []byte) []byte {
 	for id := 1; id <= maxCards; id++ {
 		c := &e.cards[id]
 		mods := c.powTurn != 0 || c.powBattle != 0 || c.critTurn != 0
-		b = append(b, c.pr, c.owner|bit(c.faceUp, 1)|bit(c.rested, 2)|bit(c.moved, 3)|bit(c.actUsed, 4)|bit(mods, 5))
+		b = append(b, c.pr, uint8(c.flags)|bit(mods, 5))
 		if mods {
 			b = binary.AppendVarint(b, int64(c.powTurn))
 			b = binary.AppendVarint(b, int64(c.powBattle))
@@ -202,12 +202,11 @@ func UnmarshalState(data []byte) (*Engine, error) {
 		c := &e.cards[id]
 		c.pr = r.ranged("printing", len(printings))
 		f := r.ranged("card flags", 64)
-		c.owner = f & 1
-		c.faceUp, c.rested, c.moved, c.actUsed = f&2 != 0, f&4 != 0, f&8 != 0, f&16 != 0
+		c.flags = cardFlags(f) & cardFlagsMask
 		if f&32 != 0 {
 			c.powTurn = int32(r.varint("power modifier", 1<<24))
 			c.powBattle = int32(r.varint("power modifier", 1<<24))
-			c.critTurn = int32(r.varint("critical modifier", 1<<10))
+			c.critTurn = int16(r.varint("critical modifier", 1<<10))
 			if c.powTurn == 0 && c.powBattle == 0 && c.critTurn == 0 {
 				r.fail("card %d: modifier flag without modifiers", id)
 			}
@@ -276,8 +275,8 @@ func (e *Engine) validate() error {
 		if where[id] != 0 {
 			return fmt.Errorf("card %d is in two zones", id)
 		}
-		if int(e.cards[id].owner) != p {
-			return fmt.Errorf("card %d of player %d is in player %d's %s", id, e.cards[id].owner, p, zone)
+		if int(e.cards[id].owner()) != p {
+			return fmt.Errorf("card %d of player %d is in player %d's %s", id, e.cards[id].owner(), p, zone)
 		}
 		where[id] = 1
 		count[p]++
@@ -393,7 +392,7 @@ func (e *Engine) validateFlow() error {
 
 // validateActivation checks that an activation names a card of player p with that ability.
 func (e *Engine) validateActivation(p int, a activation) error {
-	if a.source == 0 || a.source > maxCards || int(e.cards[a.source].owner) != p {
+	if a.source == 0 || a.source > maxCards || int(e.cards[a.source].owner()) != p {
 		return fmt.Errorf("activation source %d is not player %d's card", a.source, p)
 	}
 	if e.abOf(a.source).key != a.key {

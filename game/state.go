@@ -74,19 +74,48 @@ const (
 	hitNo
 )
 
-// card is the per-instance state. Unit fields (rested, moved, actUsed and the
-// modifier sums) are cleared whenever the card leaves VC/RC.
+// card is the per-instance state, 12 bytes (a match keeps 101 of them, the
+// largest part of its engine). Unit state (rested, moved, actUsed and the
+// modifier sums) is cleared whenever the card leaves VC/RC.
 type card struct {
-	pr      uint8 // index into printings
-	owner   uint8
-	faceUp  bool // damage zone and the starter before stand-up; true elsewhere
-	rested  bool
-	moved   bool
-	actUsed bool
+	pr    uint8     // index into printings
+	flags cardFlags // owner and face and unit state
 	// Modifiers are kept as sums per duration: only totals are observable.
+	critTurn  int16 // UnmarshalState bounds it by 1<<10
 	powTurn   int32
 	powBattle int32
-	critTurn  int32
+}
+
+// cardFlags are a card's one-bit fields. The bit positions are those of
+// the snapshot's card flags byte (snapshot.go), which stores them as they are.
+type cardFlags uint8
+
+const (
+	flagOwner1  cardFlags = 1 << iota // owned by player 1; clear: player 0
+	flagFaceUp                        // damage zone and the starter before stand-up; set elsewhere
+	flagRested                        // unit
+	flagMoved                         // unit: moved this turn
+	flagActUsed                       // unit: its ACT ability was used this turn
+
+	cardFlagsMask = flagOwner1 | flagFaceUp | flagRested | flagMoved | flagActUsed
+)
+
+// ownerFlag is the owner bit for player p (0 or 1).
+func ownerFlag(p int) cardFlags { return cardFlags(p) & flagOwner1 }
+
+func (c *card) owner() uint8  { return uint8(c.flags & flagOwner1) }
+func (c *card) faceUp() bool  { return c.flags&flagFaceUp != 0 }
+func (c *card) rested() bool  { return c.flags&flagRested != 0 }
+func (c *card) moved() bool   { return c.flags&flagMoved != 0 }
+func (c *card) actUsed() bool { return c.flags&flagActUsed != 0 }
+
+// set sets or clears f.
+func (c *card) set(f cardFlags, on bool) {
+	if on {
+		c.flags |= f
+	} else {
+		c.flags &^= f
+	}
 }
 
 // player holds one player's zones as instance ids (1..100).
@@ -96,7 +125,7 @@ type player struct {
 	soul   []uint8 // oldest first
 	gc     []uint8
 	drop   []uint8
-	damage []uint8 // oldest first; face state in card.faceUp
+	damage []uint8 // oldest first; face state in the card's flagFaceUp
 	vc     uint8
 	rc     [5]uint8
 	trig   uint8
@@ -225,9 +254,9 @@ var frontSlots = [3]int{slotVC, protocol.SlotFrontLeft, protocol.SlotFrontRight}
 // resetUnit clears what a card loses when it leaves VC/RC, and turns it face up.
 func (e *Engine) resetUnit(id uint8) {
 	c := &e.cards[id]
-	c.rested, c.moved, c.actUsed = false, false, false
+	c.flags &^= flagRested | flagMoved | flagActUsed
 	c.powTurn, c.powBattle, c.critTurn = 0, 0, 0
-	c.faceUp = true
+	c.set(flagFaceUp, true)
 }
 
 // unitPower is a unit's power without boost: base, modifiers and CONT bonus.
@@ -325,7 +354,7 @@ func indexOf(s []uint8, id uint8) int {
 func (e *Engine) faceUpCount(p int) int {
 	n := 0
 	for _, id := range e.pl[p].damage {
-		if e.cards[id].faceUp {
+		if e.cards[id].faceUp() {
 			n++
 		}
 	}

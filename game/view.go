@@ -65,8 +65,8 @@ func (e *Engine) cardView(id uint8) protocol.CardView {
 // unitView is the view of p's unit on slot: effective power and critical.
 func (e *Engine) unitView(p, slot int, id uint8) protocol.CardView {
 	v := e.cardView(id)
-	v.Rested = e.cards[id].rested
-	v.FaceUp = e.cards[id].faceUp
+	v.Rested = e.cards[id].rested()
+	v.FaceUp = e.cards[id].faceUp()
 	v.Power = e.power(p, slot)
 	v.Critical = e.critical(id)
 	return v
@@ -107,13 +107,13 @@ func (e *Engine) playerView(p int, own bool) protocol.PlayerView {
 	v.Drop = e.cardViews(&buf, pl.drop)
 	start := len(buf)
 	for _, id := range pl.damage {
-		if e.cards[id].faceUp {
+		if e.cards[id].faceUp() {
 			buf = append(buf, e.cardView(id))
 		}
 	}
 	v.FaceUpDamage = buf[start:len(buf):len(buf)]
 	// The single cards last: pointers into buf stay valid, it never grows past n.
-	if !own && !e.cards[pl.vc].faceUp {
+	if !own && !e.cards[pl.vc].faceUp() {
 		// A face-down starter before stand-up: nothing about it is shown.
 		buf = append(buf, protocol.CardView{})
 	} else {
