@@ -53,6 +53,8 @@ type options struct {
 	metricsListen string
 	adminPrevious string
 	debugListen   string
+	// gcQuietPercent is the gcGovernor's GOGC for a quiet node (0: off).
+	gcQuietPercent int
 	// requestTimeout is the edge's patience: how long one player or API
 	// call waits for its match, retrying through a failover (edgePatience).
 	requestTimeout time.Duration
@@ -131,6 +133,7 @@ func parseFlags(args []string) (options, error) {
 	metricsListen := fs.String("metrics-listen", "", "serve /metrics on this address only (e.g. a private 10.x:9100) instead of on --listen")
 	adminPrev := fs.String("admin-tokens-previous", "", "comma-separated admin tokens still accepted during a rotation (MATCHD_ADMIN_TOKENS_PREVIOUS)")
 	debugListen := fs.String("debug-listen", "", "loopback address (127.0.0.1:PORT) serving net/http/pprof under /debug/pprof/; empty: off")
+	gcQuietPercent := fs.Int("gc-quiet-percent", 25, "GOGC while the node is quiet (it allocates so little for its heap that collections at this GOGC would come less than 0.6 times a second; 100 otherwise): less memory for quiet connections at little CPU; 0: off; ignored when the GOGC environment variable is set")
 	demoDelay := fs.Duration("demo-delay", 400*time.Millisecond, "pause between bot moves in --demo")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -170,6 +173,10 @@ func parseFlags(args []string) (options, error) {
 		*httpWrite = o.requestTimeout + 5*time.Second
 	}
 	o.debugListen = *debugListen
+	if *gcQuietPercent < 0 || *gcQuietPercent >= 100 {
+		return o, errors.New("gc-quiet-percent must be 0 (off) or below 100")
+	}
+	o.gcQuietPercent = *gcQuietPercent
 	if o.debugListen != "" {
 		if err := debugLoopbackOnly(o.debugListen); err != nil {
 			return o, err
@@ -284,6 +291,11 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	// gets the name from log.
 	log := base.With("node", o.nodeName)
 	envelope.SetLogger(log)
+	if g := newGCGovernor(100, o.gcQuietPercent, gcQuietMaxCycles, log); g != nil {
+		gctx, stopGovernor := context.WithCancel(ctx)
+		defer stopGovernor()
+		go g.run(gctx, time.Second)
+	}
 	store, err := openStore(ctx, o, log)
 	if err != nil {
 		return err

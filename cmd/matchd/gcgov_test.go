@@ -1,0 +1,120 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestGCGovernor drives the governor with a made-up allocation history:
+// it lowers GOGC (and collects once) only after five quiet seconds in a
+// row, goes back to 100 at the first busy second, and judges quiet by
+// cycles per second against the live heap, not by bytes per second.
+func TestGCGovernor(t *testing.T) {
+	const live = 80 << 20
+	var allocated uint64
+	var set []int
+	frees := 0
+	g := &gcGovernor{
+		busyPercent: 100, quietPercent: 25, maxCycles: 0.6, quietAfter: 5, current: 100,
+		readAllocs: func() (uint64, uint64) { return allocated, live },
+		setPercent: func(p int) int { set = append(set, p); return 0 },
+		freeOS:     func() { frees++ },
+		log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	// At GOGC=25, 80 MiB live gives 20 MiB between cycles: 0.6 cycles a
+	// second is 12 MiB/s.
+	quiet, busy := uint64(6<<20), uint64(18<<20)
+	now := time.Unix(1_000_000, 0)
+	second := func(rate uint64) {
+		allocated += rate
+		now = now.Add(time.Second)
+		g.step(now)
+	}
+	g.step(now) // the first sample only sets the baseline
+	for i := range 4 {
+		second(quiet)
+		if len(set) != 0 {
+			t.Fatalf("GOGC set to %v after %d quiet seconds, want nothing before 5", set, i+1)
+		}
+	}
+	second(quiet)
+	if len(set) != 1 || set[0] != 25 || frees != 1 {
+		t.Fatalf("after 5 quiet seconds: GOGC set %v, %d collections; want [25] and 1", set, frees)
+	}
+	second(quiet)
+	if len(set) != 1 || frees != 1 {
+		t.Fatalf("a further quiet second changed GOGC (%v) or collected again (%d)", set, frees)
+	}
+	second(busy)
+	if len(set) != 2 || set[1] != 100 {
+		t.Fatalf("after a busy second GOGC set %v, want 100 last", set)
+	}
+	// Quiet again, but a busy second inside the five starts the count over.
+	for range 4 {
+		second(quiet)
+	}
+	second(busy)
+	for range 4 {
+		second(quiet)
+	}
+	if len(set) != 2 {
+		t.Fatalf("GOGC set %v before five quiet seconds in a row", set)
+	}
+	second(quiet)
+	if len(set) != 3 || set[2] != 25 || frees != 2 {
+		t.Fatalf("GOGC set %v, %d collections; want 25 again and a second collection", set, frees)
+	}
+
+	// The same rate that is quiet for 80 MiB live is busy for a small heap.
+	g2 := *g
+	g2.current, g2.quietRuns, set = 100, 0, nil
+	small := uint64(10 << 20)
+	g2.readAllocs = func() (uint64, uint64) { return allocated, small }
+	g2.lastAt = time.Time{}
+	g2.step(now)
+	for range 10 {
+		allocated += quiet
+		now = now.Add(time.Second)
+		g2.step(now)
+	}
+	if len(set) != 0 {
+		t.Fatalf("6 MiB/s with 10 MiB live counted as quiet: GOGC set %v", set)
+	}
+}
+
+// TestGCGovernorOff: no governor when its percent is 0 or GOGC is set.
+func TestGCGovernorOff(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if g := newGCGovernor(100, 0, gcQuietMaxCycles, log); g != nil {
+		t.Fatal("a governor with --gc-quiet-percent 0")
+	}
+	t.Setenv("GOGC", "100")
+	if g := newGCGovernor(100, 25, gcQuietMaxCycles, log); g != nil {
+		t.Fatal("a governor although GOGC is set")
+	}
+}
+
+// TestGCGovernorQuietNode: a real node with nothing to do lowers its
+// collector's GOGC to --gc-quiet-percent, as its /metrics shows: the
+// runtime metrics the governor reads exist and say "quiet".
+func TestGCGovernorQuietNode(t *testing.T) {
+	if os.Getenv("GOGC") != "" {
+		t.Skip("GOGC is set in this environment, which turns the governor off")
+	}
+	p := startProc(t, "q", "--data-dir", filepath.Join(t.TempDir(), "data"), "--gc-quiet-percent", "30")
+	deadline := time.Now().Add(60 * time.Second)
+	var got float64
+	for time.Now().Before(deadline) {
+		if f := scrapeFamilies(t, p.http)["go_gc_gogc_percent"]; f != nil && len(f.GetMetric()) == 1 {
+			if got = f.GetMetric()[0].GetGauge().GetValue(); got == 30 {
+				return
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("go_gc_gogc_percent is %v after 60 s of an idle node, want 30", got)
+}
