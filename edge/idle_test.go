@@ -101,7 +101,7 @@ func readingGoroutine() (string, error) {
 // masked binary WebSocket frame, or a TCP frame with its length prefix.
 func rawClientFrame(tr string, payload []byte) []byte {
 	if tr == "tcp" {
-		return binary.BigEndian.AppendUint32(nil, uint32(len(payload))) // then the payload
+		return append(binary.BigEndian.AppendUint32(nil, uint32(len(payload))), payload...)
 	}
 	if len(payload) > 125 {
 		panic("rawClientFrame: payload too long for a one-byte length")
@@ -165,9 +165,6 @@ func TestParkedReader(t *testing.T) {
 				t.Fatal(err)
 			}
 			raw := rawClientFrame(tr, b)
-			if tr == "tcp" {
-				raw = append(raw, b...)
-			}
 			var conn net.Conn
 			switch c := c.(type) {
 			case *wsTestConn:
