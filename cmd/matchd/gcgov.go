@@ -29,6 +29,10 @@ type gcGovernor struct {
 	quietPercent int     // GOGC after quietAfter quiet samples
 	maxCycles    float64 // quiet: below this many cycles per second at quietPercent
 	quietAfter   int     // consecutive quiet samples before lowering
+	// freeEvery spaces the collections that going quiet brings: a node
+	// that keeps crossing the line pays for one at most this often (the
+	// page release holds the heap lock for milliseconds).
+	freeEvery time.Duration
 
 	readAllocs func() (allocated, live uint64) // cumulative bytes allocated; heap live after the last cycle
 	setPercent func(int) int                   // debug.SetGCPercent
@@ -37,6 +41,7 @@ type gcGovernor struct {
 
 	lastAllocs uint64
 	lastAt     time.Time
+	lastFree   time.Time
 	quietRuns  int
 	current    int
 }
@@ -54,7 +59,7 @@ func newGCGovernor(busy, quiet int, maxCycles float64, log *slog.Logger) *gcGove
 	}
 	samples := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/live:bytes"}}
 	return &gcGovernor{
-		busyPercent: busy, quietPercent: quiet, maxCycles: maxCycles, quietAfter: 5,
+		busyPercent: busy, quietPercent: quiet, maxCycles: maxCycles, quietAfter: 5, freeEvery: time.Minute,
 		readAllocs: func() (uint64, uint64) {
 			metrics.Read(samples)
 			var v [2]uint64
@@ -115,7 +120,10 @@ func (g *gcGovernor) step(now time.Time) {
 		// A quiet node allocates too little to reach even the lower goal
 		// soon, so without a collection now the garbage of the busy spell
 		// stays resident: collect once, and give the freed pages back.
-		g.freeOS()
+		if g.lastFree.IsZero() || now.Sub(g.lastFree) >= g.freeEvery {
+			g.freeOS()
+			g.lastFree = now
+		}
 	}
 }
 

@@ -19,7 +19,7 @@ func TestGCGovernor(t *testing.T) {
 	var set []int
 	frees := 0
 	g := &gcGovernor{
-		busyPercent: 100, quietPercent: 25, maxCycles: 0.6, quietAfter: 5, current: 100,
+		busyPercent: 100, quietPercent: 25, maxCycles: 0.6, quietAfter: 5, freeEvery: 10 * time.Second, current: 100,
 		readAllocs: func() (uint64, uint64) { return allocated, live },
 		setPercent: func(p int) int { set = append(set, p); return 0 },
 		freeOS:     func() { frees++ },
@@ -67,6 +67,15 @@ func TestGCGovernor(t *testing.T) {
 	second(quiet)
 	if len(set) != 3 || set[2] != 25 || frees != 2 {
 		t.Fatalf("GOGC set %v, %d collections; want 25 again and a second collection", set, frees)
+	}
+	// Busy and quiet again within freeEvery of that collection: GOGC
+	// follows, the collection waits.
+	second(busy)
+	for range 5 {
+		second(quiet)
+	}
+	if len(set) != 5 || set[4] != 25 || frees != 2 {
+		t.Fatalf("GOGC set %v, %d collections; want 25 again without a third collection within freeEvery", set, frees)
 	}
 
 	// The same rate that is quiet for 80 MiB live is busy for a small heap.
