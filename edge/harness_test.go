@@ -160,6 +160,8 @@ type testConn interface {
 	read(timeout time.Duration) (protocol.ServerFrame, error)
 	close()
 	transport() string
+	// raw is the socket under the connection, for writing bytes as they are.
+	raw() net.Conn
 }
 
 func send(t testing.TB, c testConn, f protocol.ClientFrame) {
@@ -218,6 +220,7 @@ func (c *wsTestConn) read(timeout time.Duration) (protocol.ServerFrame, error) {
 }
 
 func (c *wsTestConn) close()            { _ = c.c.Close() }
+func (c *wsTestConn) raw() net.Conn     { return c.c.NetConn() }
 func (c *wsTestConn) transport() string { return "ws" }
 
 type tcpTestConn struct {
@@ -267,6 +270,7 @@ func (c *tcpTestConn) read(timeout time.Duration) (protocol.ServerFrame, error) 
 }
 
 func (c *tcpTestConn) close()            { _ = c.c.Close() }
+func (c *tcpTestConn) raw() net.Conn     { return c.c }
 func (c *tcpTestConn) transport() string { return "tcp" }
 
 func dial(t testing.TB, h *harness, transport string) testConn {

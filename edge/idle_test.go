@@ -3,7 +3,6 @@ package edge_test
 import (
 	"encoding/binary"
 	"fmt"
-	"net"
 	"runtime"
 	"strings"
 	"testing"
@@ -165,13 +164,7 @@ func TestParkedReader(t *testing.T) {
 				t.Fatal(err)
 			}
 			raw := rawClientFrame(tr, b)
-			var conn net.Conn
-			switch c := c.(type) {
-			case *wsTestConn:
-				conn = c.c.NetConn()
-			case *tcpTestConn:
-				conn = c.c
-			}
+			conn := c.raw()
 			if _, err := conn.Write(raw[:3]); err != nil {
 				t.Fatal(err)
 			}

@@ -16,8 +16,8 @@ import (
 
 // session is one client connection, the same for WebSocket and TCP. Its
 // reader (handshake, then one frame at a time, calls into the Seat) runs
-// for the connection's life, moving to a fresh goroutine after each silence
-// (readFrames, park); its writer goroutine (drains the outbox,
+// for the connection's life, moving to a fresh goroutine after the hello
+// and each keep-alive (readFrames, park); its writer goroutine (drains the outbox,
 // says goodbye) runs only while there is something to write, and a timer
 // queues the heartbeat pings, so an idle connection costs one goroutine, not
 // two. Writers never overlap: the outbox hands the turn from one to the next.
@@ -246,13 +246,17 @@ func (s *session) readFrames() {
 		now := time.Now()
 		s.lastFrame.Store(now.UnixNano())
 		s.countIn(len(b))
-		if keepAlive := s.handleFrame(b, now); keepAlive && !s.cfg.NoReaderParking && s.t.quiet() {
+		if keepAlive := s.handleFrame(b, now); keepAlive && s.mayPark() {
 			parked = true
 			go s.park()
 			return
 		}
 	}
 }
+
+// mayPark reports that parking is on and nothing of the stream is buffered,
+// so that a wait on the socket may stand in for the next read.
+func (s *session) mayPark() bool { return !s.cfg.NoReaderParking && s.t.quiet() }
 
 // heartbeatDeadline is when the connection times out unless a frame comes.
 func (s *session) heartbeatDeadline() time.Time {
@@ -264,7 +268,7 @@ func (s *session) heartbeatDeadline() time.Time {
 // stack, then reads on as readFrames. Where the transport cannot tell that
 // nothing is buffered (or parking is off) it reads on at once.
 func (s *session) park() {
-	if !s.cfg.NoReaderParking && s.t.quiet() {
+	if s.mayPark() {
 		if !s.setReadDeadline(s.heartbeatDeadline()) {
 			s.finishRead()
 			return
@@ -404,7 +408,6 @@ func (s *session) seatFailed(op string, err error) {
 	s.shutdown(r)
 }
 
-// handleFrame processes one frame after the handshake.
 // handleFrame handles one client frame after the hello; it reports a
 // keep-alive (ClientPing, ClientPong), after which the reader parks.
 func (s *session) handleFrame(b []byte, now time.Time) (keepAlive bool) {

@@ -24,6 +24,10 @@ import (
 // Both ratios stay the same as the node grows, which is why the test is
 // on cycles per second and not on a rate of bytes. Under load the default
 // stands, because there the collector's CPU is what counts.
+//
+// It lives in the binary, not in a package, because it sets the whole
+// process's GOGC: only the program may decide that; a library that did
+// would surprise whoever embeds it.
 type gcGovernor struct {
 	busyPercent  int     // GOGC while the node is busy
 	quietPercent int     // GOGC after quietAfter quiet samples
