@@ -32,9 +32,9 @@ func TestWorkerDispatcherNeverQueues(t *testing.T) {
 
 	// Parked goroutines are bounded and leave when idle.
 	deadline := time.Now().Add(5 * time.Second)
-	for d.idle.Load() != 0 {
+	for d.parked() != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines still parked after the idle time", d.idle.Load())
+			t.Fatalf("%d goroutines still parked after the idle time", d.parked())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -43,11 +43,49 @@ func TestWorkerDispatcherNeverQueues(t *testing.T) {
 	again.Add(2)
 	d.Schedule(again.Done)
 	time.Sleep(10 * time.Millisecond)
-	if d.idle.Load() != 1 {
-		t.Fatalf("%d parked after one batch, want 1", d.idle.Load())
+	if d.parked() != 1 {
+		t.Fatalf("%d parked after one batch, want 1", d.parked())
 	}
 	d.Schedule(again.Done)
 	waitOrFail(t, &again, "batches on a parked goroutine")
+}
+
+// TestWorkerDispatcherKeepsFewParked: after a burst parks many goroutines,
+// a steady load of one batch at a time keeps reusing the goroutine parked
+// last, and the others leave after the idle time: a busy node keeps only
+// the goroutines (and grown stacks) its concurrency needs.
+func TestWorkerDispatcherKeepsFewParked(t *testing.T) {
+	const burst = 32
+	d := newWorkerDispatcher(300, 64, 300*time.Millisecond)
+	release := make(chan struct{})
+	var started, done sync.WaitGroup
+	started.Add(burst)
+	done.Add(burst)
+	for range burst {
+		d.Schedule(func() { started.Done(); <-release; done.Done() })
+	}
+	waitOrFail(t, &started, "the burst to start")
+	close(release)
+	waitOrFail(t, &done, "the burst to finish")
+	deadline := time.Now().Add(10 * time.Second)
+	for d.parked() < burst {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d parked after the burst, want %d", d.parked(), burst)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// One batch every 2 ms: taken in turn, each of the 32 would be reused
+	// every 64 ms, well within the idle time, and none would leave.
+	ran := make(chan struct{}, 1)
+	deadline = time.Now().Add(10 * time.Second)
+	for d.parked() > 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d still parked under a load of one batch at a time, want at most 2", d.parked())
+		}
+		d.Schedule(func() { ran <- struct{}{} })
+		<-ran
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 func waitOrFail(t *testing.T, wg *sync.WaitGroup, what string) {

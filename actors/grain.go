@@ -73,9 +73,10 @@ func NewMatchKind(deps GrainDeps) (*pcluster.Kind, error) {
 }
 
 // grainDispatcher runs every match grain's mailbox of this process; the
-// throughput is protoactor's default. 256 parked goroutines of a few KiB
-// stack each cover the grains that run at once on two cores; a quiet node
-// lets them go after a second.
+// throughput is protoactor's default. At most 256 goroutines of a few KiB
+// of stack each park between batches; a steady load keeps about as many as
+// run at once (the one parked last is taken first), and the rest leave
+// after a second.
 var grainDispatcher = newWorkerDispatcher(300, 256, time.Second)
 
 // attachment is one seat's live connection, as the PID of a seat on some edge.
