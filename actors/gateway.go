@@ -187,10 +187,35 @@ func (g *Gateway) MatchExists(ctx context.Context, matchID string) (bool, error)
 
 // call sends one request to a grain and retries what is worth retrying
 // (timeouts, a grain that is moving) with jittered backoff until ctx ends.
+// The first attempt's success is handled here and everything else in
+// callAgain, so that the frame every edge reader carries while it waits for
+// its grain stays small (docs/performance.md, "a reader's stack").
 func (g *Gateway) call(ctx context.Context, matchID string, msg any) (*Reply, error) {
+	res, err := g.attempt(ctx, matchID, msg)
+	if err == nil {
+		if r := okReply(res); r != nil {
+			return r, nil
+		}
+	}
+	return g.callAgain(ctx, matchID, msg, res, err)
+}
+
+// okReply returns v as a *Reply (unwrapped by the Requester or still in its
+// envelope) if it is one with ReplyOK.
+func okReply(v any) *Reply {
+	if m, ok := v.(*envelope.Msg); ok {
+		v = m.V
+	}
+	if r, ok := v.(*Reply); ok && r.Code == ReplyOK {
+		return r
+	}
+	return nil
+}
+
+// callAgain goes on with call from an attempt that gave res or err.
+func (g *Gateway) callAgain(ctx context.Context, matchID string, msg, res any, err error) (*Reply, error) {
 	backoff := 20 * time.Millisecond
 	for {
-		res, err := g.attempt(ctx, matchID, msg)
 		var r *Reply
 		if err == nil {
 			r, err = asReply(res)
@@ -229,6 +254,7 @@ func (g *Gateway) call(ctx context.Context, matchID string, msg any) (*Reply, er
 		case <-time.After(sleep):
 		}
 		backoff = min(2*backoff, time.Second)
+		res, err = g.attempt(ctx, matchID, msg)
 	}
 }
 
@@ -240,6 +266,15 @@ func (g *Gateway) attempt(ctx context.Context, matchID string, msg any) (any, er
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= g.cfg.RequestTimeout {
 		return g.cfg.Cluster.Request(ctx, matchID, MatchKind, msg)
 	}
+	return g.attemptBounded(ctx, matchID, msg)
+}
+
+// attemptBounded is attempt under a deadline of its own; out of line so
+// that the usual attempt's frame does not hold its context and deferred
+// cancel.
+//
+//go:noinline
+func (g *Gateway) attemptBounded(ctx context.Context, matchID string, msg any) (any, error) {
 	rctx, cancel := context.WithTimeout(ctx, g.cfg.RequestTimeout)
 	defer cancel()
 	return g.cfg.Cluster.Request(rctx, matchID, MatchKind, msg)
@@ -399,11 +434,26 @@ const maxReattaches = 3
 // moved, or a new activation took over). A seat that stays unknown after
 // maxReattaches is reported unavailable: the client reconnects and resumes.
 func (s *Seat) request(ctx context.Context, msg any) error {
+	if s.detached.Load() {
+		return ErrDetached
+	}
+	_, err := s.gw.call(ctx, s.matchID, msg)
+	if err == nil {
+		return nil
+	}
+	return s.requestAgain(ctx, msg, err)
+}
+
+// requestAgain goes on with request after the first call gave err; out of
+// line for the reader's stack, like Gateway.callAgain.
+func (s *Seat) requestAgain(ctx context.Context, msg any, err error) error {
 	for attempt := 0; ; attempt++ {
-		if s.detached.Load() {
-			return ErrDetached
+		if attempt > 0 {
+			if s.detached.Load() {
+				return ErrDetached
+			}
+			_, err = s.gw.call(ctx, s.matchID, msg)
 		}
-		_, err := s.gw.call(ctx, s.matchID, msg)
 		if !errors.Is(err, errNotAttached) {
 			return err
 		}

@@ -65,11 +65,37 @@ func (n *Node) Request(ctx context.Context, identity, kind string, msg any) (any
 	if err != nil {
 		return nil, err
 	}
-	var (
-		lastErr  error
-		attempts int
-	)
+	// The first attempt here, the rest in retry: the frames of this whole
+	// chain sit on the stack of every edge reader waiting for its grain's
+	// reply, and the retry loop's locals would make this one twice as large
+	// (docs/performance.md, "a reader's stack").
+	if n.stopped.Load() || ctx.Err() != nil {
+		return n.retry(ctx, identity, kind, wire, 0, nil)
+	}
+	owner := n.OwnerAddress(identity, kind)
+	if owner == "" {
+		return n.retry(ctx, identity, kind, wire, 1, errNoOwner)
+	}
+	v, again, err := n.attempt(ctx, identity, kind, owner, wire)
+	if !again {
+		return v, err
+	}
+	return n.retry(ctx, identity, kind, wire, 1, err)
+}
+
+// retry goes on with Request after attempts attempts that failed with
+// lastErr (none: attempts is 0).
+func (n *Node) retry(ctx context.Context, identity, kind string, wire any, attempts int, lastErr error) (any, error) {
+	// A lost member means the new topology is already here: no reason to
+	// wait before the next attempt.
+	wait := attempts > 0 && !errors.Is(lastErr, errMemberLost)
 	for {
+		if wait {
+			if err := sleepCtx(ctx, n.backoff(attempts-1)); err != nil {
+				return nil, n.unavailable(identity, kind, attempts, err, lastErr)
+			}
+		}
+		wait = true
 		if n.stopped.Load() {
 			return nil, ErrStopped
 		}
@@ -77,21 +103,17 @@ func (n *Node) Request(ctx context.Context, identity, kind string, msg any) (any
 			return nil, n.unavailable(identity, kind, attempts, err, lastErr)
 		}
 		attempts++
-		if owner := n.OwnerAddress(identity, kind); owner == "" {
+		owner := n.OwnerAddress(identity, kind)
+		if owner == "" {
 			lastErr = errNoOwner
-		} else {
-			v, retry, err := n.attempt(ctx, identity, kind, owner, wire)
-			if !retry {
-				return v, err
-			}
-			lastErr = err
-			if errors.Is(err, errMemberLost) {
-				continue // the new topology is already here: no reason to wait
-			}
+			continue
 		}
-		if err := sleepCtx(ctx, n.backoff(attempts-1)); err != nil {
-			return nil, n.unavailable(identity, kind, attempts, err, lastErr)
+		v, again, err := n.attempt(ctx, identity, kind, owner, wire)
+		if !again {
+			return v, err
 		}
+		lastErr = err
+		wait = !errors.Is(err, errMemberLost)
 	}
 }
 
@@ -117,6 +139,11 @@ func (n *Node) attempt(ctx context.Context, identity, kind, owner string, wire a
 		}
 		target = pid.Address
 	}
+	return n.attemptRemote(ctx, identity, kind, target, wire, timeout)
+}
+
+// attemptRemote is attempt through protoactor's Request, to target.
+func (n *Node) attemptRemote(ctx context.Context, identity, kind, target string, wire any, timeout time.Duration) (v any, retry bool, err error) {
 	lost := n.memberLost()
 	done := make(chan reply, 1)
 	go func() {
@@ -139,7 +166,7 @@ func (n *Node) attempt(ctx context.Context, identity, kind, owner string, wire a
 				lost = n.memberLost()
 				continue
 			}
-			return nil, true, fmt.Errorf("%w: %s", errMemberLost, target)
+			return nil, true, memberLostError(target)
 		case <-ctx.Done():
 			return nil, true, ctx.Err()
 		}
@@ -168,23 +195,39 @@ func (n *Node) attemptLocal(ctx context.Context, identity, kind string, pid *act
 		select {
 		case resp := <-rp.ch:
 			if _, dead := resp.(*actor.DeadLetterResponse); dead {
-				n.c.PidCache.Remove(identity, kind)
-				return nil, true, fmt.Errorf("cluster: grain %s/%s: %w", kind, identity, actor.ErrDeadLetter)
+				return n.localFailed(identity, kind, actor.ErrDeadLetter)
 			}
 			return n.unwrapReply(identity, kind, resp)
 		case <-t.C:
-			n.c.PidCache.Remove(identity, kind)
-			return nil, true, fmt.Errorf("cluster: grain %s/%s: %w", kind, identity, actor.ErrTimeout)
+			return n.localFailed(identity, kind, actor.ErrTimeout)
 		case <-lost:
 			if n.hasMember(pid.Address) {
 				lost = n.memberLost()
 				continue
 			}
-			return nil, true, fmt.Errorf("%w: %s", errMemberLost, pid.Address)
+			return nil, true, memberLostError(pid.Address)
 		case <-ctx.Done():
 			return nil, true, ctx.Err()
 		}
 	}
+}
+
+// localFailed drops the cached PID of a local grain that did not answer.
+// Kept out of attemptLocal, whose frame every waiting reader carries: the
+// error's formatting would take its room there (docs/performance.md, "a
+// reader's stack").
+//
+//go:noinline
+func (n *Node) localFailed(identity, kind string, cause error) (any, bool, error) {
+	n.c.PidCache.Remove(identity, kind)
+	return nil, true, fmt.Errorf("cluster: grain %s/%s: %w", kind, identity, cause)
+}
+
+// memberLostError is kept out of line for the same reason as localFailed.
+//
+//go:noinline
+func memberLostError(address string) error {
+	return fmt.Errorf("%w: %s", errMemberLost, address)
 }
 
 // replyProcess receives the one reply of an attemptLocal. Only the first
