@@ -131,7 +131,7 @@ func ReplayMatch(rules Rules, timing Timing, meta []byte, snap *persistence.Snap
 	r.Names, r.Decks, r.Seed, r.CreatedAt = full.meta.Names, full.meta.Decks, full.meta.Seed, full.meta.CreatedAt
 	r.LogSeq, r.EventSeq, r.Finished = full.logSeq, full.engine.LastSeq(), full.engine.IsFinished()
 	r.Decider, r.DecisionStart, r.Banks = full.clock.Decider, full.clock.Start, full.clock.Bank
-	r.AbsentSince, r.Intents = full.absent.Since, len(full.journal)
+	r.AbsentSince, r.Intents = full.absent.Since, full.journal.len()
 	return r, nil
 }
 
