@@ -21,10 +21,10 @@
 #   MEASURE_RATE       open-loop intents/s per match (default 2)
 #   MEASURE_IDLE       sessions of the idle workload (default 10000)
 #   MEASURE_IDLE_HOLD  how long they are held (default 30s)
-#   MEASURE_PROFILE    directory: also take a 20 s CPU profile and a heap
-#                      profile of the node during each workload (pprof through
-#                      --debug-listen) and its runtime.MemStats, with the matchd
-#                      binary next to them
+#   MEASURE_PROFILE    directory: also take a 20 s CPU profile, a heap
+#                      profile and a goroutine count of the node during each
+#                      workload (pprof through --debug-listen) and its
+#                      runtime.MemStats, with the matchd binary next to them
 #   MEASURE_MATCHD     a matchd binary to measure instead of this tree's (an
 #                      older build, for before/after with the same load tool)
 #   DATABASE_URL       use this PostgreSQL instead of a throwaway one
@@ -86,7 +86,8 @@ run_all() {
 			curl -s -o "$prof/$1.heap.pprof" "$debug/debug/pprof/heap" || true
 			# runtime.MemStats in text (the end of the file): heap in use and
 			# idle, stacks, what the runtime holds from the OS.
-			curl -s "$debug/debug/pprof/heap?debug=1" | sed -n '/^# runtime.MemStats/,$p' >"$prof/$1.memstats.txt" || true) &
+			curl -s "$debug/debug/pprof/heap?debug=1" | sed -n '/^# runtime.MemStats/,$p' >"$prof/$1.memstats.txt" || true
+			curl -s -o "$prof/$1.goroutine.txt" "$debug/debug/pprof/goroutine?debug=1" || true) &
 		prof_pid=$!
 	}
 	secs() { python3 -c "import sys,re; m=re.fullmatch(r'(\d+)(s|m)', sys.argv[1]); print(int(m[1])*(60 if m[2]=='m' else 1))" "$1"; }
@@ -145,8 +146,8 @@ run_all() {
 import json, sys
 work, names = sys.argv[1], sys.argv[2:]
 print()
-print("| workload | intents/s | p50 | p90 | p99 | max | skipped ticks | errors | node CPU per intent | node peak RSS |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| workload | intents/s | p50 | p90 | p99 | max | skipped ticks | errors | node CPU per intent | node peak RSS | per match (peak − start) |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 idle = []
 for n in names:
     try:
@@ -163,7 +164,8 @@ for n in names:
     ticks = f"{r['skippedTicks']:,} of {r['ticks']:,}" if r["mode"] == "open" else "—"
     print(f"| {r['matches']:,} matches, {mode} | {r['intentsPerSecond']:,.0f} | {lat['p50']:.1f} ms | {lat['p90']:.1f} ms | "
           f"{lat['p99']:.1f} ms | {lat['max']:.0f} ms | {ticks} | {r['errors']} | "
-          f"{node.get('cpuMsPerIntent', 0):.3f} ms | {node.get('peakRssBytes', 0)/2**20:.0f} MiB |")
+          f"{node.get('cpuMsPerIntent', 0):.3f} ms | {node.get('peakRssBytes', 0)/2**20:.0f} MiB | "
+          f"{(node.get('peakRssBytes', 0) - node.get('rssBytesAtStart', 0))/r['matches']/1024:.1f} KiB |")
 for r in idle:
     print()
     print(f"idle: {r['connected']:,} of {r['sessions']:,} sessions connected, {r['dropped']} dropped, held {r['heldSeconds']:.0f} s; "
