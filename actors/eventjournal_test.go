@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/matchgrain/matchgrain/protocol"
@@ -115,8 +116,69 @@ func TestEventJournalTrimAndSince(t *testing.T) {
 	if err := j.add(toyEvents(next+1, 2)); err == nil {
 		t.Fatal("a gap in seqs was accepted")
 	}
-	j.trim(0)
-	if j.events != 0 || len(j.batches) != 0 || j.first() != next {
-		t.Fatalf("trim(0): %d events in %d batches from %d", j.events, len(j.batches), j.first())
+	// A gap inside a batch is refused too, and what went before it in the
+	// batch is not kept.
+	held := bytes.Clone(j.data)
+	gap := append(toyEvents(next, 2), toyEvents(next+3, 1)...)
+	if err := j.add(gap); err == nil {
+		t.Fatal("a gap inside a batch was accepted")
 	}
+	if !bytes.Equal(j.data, held) || j.next != next {
+		t.Fatalf("a refused batch changed the journal: %d bytes, next %d", len(j.data), j.next)
+	}
+	j.trim(0)
+	if j.events != 0 || j.data != nil || j.first() != next {
+		t.Fatalf("trim(0): %d events in %d bytes from %d", j.events, len(j.data), j.first())
+	}
+}
+
+// BenchmarkEventJournalMemory reports the live heap of a grain's event
+// journal (B/journal) trimmed to the default resume window, over 300
+// random games of the real rules, each stopped after a seed-chosen number
+// of intents: the journals of a node's running matches, part-way through.
+func BenchmarkEventJournalMemory(b *testing.B) {
+	const games = 300
+	keep := DefaultTiming().ResumeWindow
+	rules := GameRules{}
+	batches := make([][][]protocol.EventEnvelope, games)
+	for g := range batches {
+		seed := uint64(5000 + g)
+		eng, evs, err := rules.New(seed, [2]string{"S1", "S2"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		batches[g] = append(batches[g], evs)
+		rng := rand.New(rand.NewPCG(seed, 11))
+		for steps := 20 + rng.IntN(300); steps > 0 && !eng.IsFinished(); steps-- {
+			p := eng.Decider()
+			var legal []protocol.Intent
+			for _, in := range eng.View(p).LegalIntents {
+				if in.IntentKind() != protocol.IntentConcede {
+					legal = append(legal, in)
+				}
+			}
+			batch, err := eng.Execute(p, legal[rng.IntN(len(legal))])
+			if err != nil {
+				b.Fatal(err)
+			}
+			batches[g] = append(batches[g], batch)
+		}
+	}
+	var perJournal float64
+	for b.Loop() {
+		before := liveHeap()
+		js := make([]eventJournal, games)
+		for g := range js {
+			js[g].reset(1)
+			for _, batch := range batches[g] {
+				if err := js[g].add(batch); err != nil {
+					b.Fatal(err)
+				}
+				js[g].trim(keep)
+			}
+		}
+		perJournal = float64(liveHeap()-before) / games
+		runtime.KeepAlive(js)
+	}
+	b.ReportMetric(perJournal, "B/journal")
 }
