@@ -165,7 +165,8 @@ for n in names:
     print(f"| {r['matches']:,} matches, {mode} | {r['intentsPerSecond']:,.0f} | {lat['p50']:.1f} ms | {lat['p90']:.1f} ms | "
           f"{lat['p99']:.1f} ms | {lat['max']:.0f} ms | {ticks} | {r['errors']} | "
           f"{node.get('cpuMsPerIntent', 0):.3f} ms | {node.get('peakRssBytes', 0)/2**20:.0f} MiB | "
-          f"{(node.get('peakRssBytes', 0) - node.get('rssBytesAtStart', 0))/r['matches']/1024:.1f} KiB |")
+          + (f"{(node.get('peakRssBytes', 0) - node.get('rssBytesAtStart', 0))/r['matches']/1024:.1f} KiB |"
+             if r["mode"] == "open" else "— |"))
 for r in idle:
     print()
     print(f"idle: {r['connected']:,} of {r['sessions']:,} sessions connected, {r['dropped']} dropped, held {r['heldSeconds']:.0f} s; "
