@@ -58,7 +58,8 @@ type GatewayConfig struct {
 	Forget func(identity string)
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
-	// RequestTimeout bounds one attempt to reach a grain (default 5 s).
+	// RequestTimeout bounds a call that comes without a deadline of its
+	// own, and the gateway's own calls (wakes, keep-alives) (default 5 s).
 	RequestTimeout time.Duration
 	// ReattachTimeout is how long a seat keeps trying to find its grain
 	// again before it gives up and the client must reconnect (default 30 s).
@@ -258,12 +259,16 @@ func (g *Gateway) callAgain(ctx context.Context, matchID string, msg, res any, e
 	}
 }
 
-// attempt is one request of call, bounded by RequestTimeout. When ctx ends
-// sooner anyway (an edge's request carries its own deadline of the same
-// length), ctx bounds the attempt as it is: a second context and timer per
-// request would change nothing but cost an allocation and a timer each.
+// attempt is one request of call. A ctx with a deadline (every edge
+// request has one, --request-timeout) bounds it as it is: the cluster
+// bounds each of its own attempts to reach the grain already
+// (cluster.Config.RequestTimeout) and retries within ctx, so a second
+// context and timer per request, cut at RequestTimeout, would only hand the
+// same retries from the cluster's loop to call's, at an allocation and a
+// timer each (BenchmarkGatewayCall). A ctx without a deadline gets
+// RequestTimeout.
 func (g *Gateway) attempt(ctx context.Context, matchID string, msg any) (any, error) {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= g.cfg.RequestTimeout {
+	if _, ok := ctx.Deadline(); ok {
 		return g.cfg.Cluster.Request(ctx, matchID, MatchKind, msg)
 	}
 	return g.attemptBounded(ctx, matchID, msg)

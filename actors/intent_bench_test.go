@@ -75,8 +75,9 @@ func (okRequester) Request(ctx context.Context, _, _ string, _ any) (any, error)
 }
 
 // BenchmarkGatewayCall measures Gateway.call's own cost around a request
-// that answers at once: with the edge's per-request deadline (as for every
-// intent) no second context and timer is made.
+// that answers at once: with the caller's deadline, shorter or longer than
+// RequestTimeout (the edge's default is 10 s, the gateway's 5 s), no second
+// context and timer is made.
 func BenchmarkGatewayCall(b *testing.B) {
 	g := &Gateway{cfg: GatewayConfig{Cluster: okRequester{}, RequestTimeout: 5 * time.Second}}
 	for _, tc := range []struct {
