@@ -68,18 +68,27 @@ func (j *eventJournal) trim(keep int) {
 		j.events, j.data = 0, nil
 		return
 	}
-	off := 0
+	rest := j.data
 	for range j.events - keep {
-		n, p := binary.Uvarint(j.data[off:])
-		if p <= 0 || n > uint64(len(j.data)-off-p) {
+		var ok bool
+		if _, rest, ok = nextEvent(rest); !ok {
 			// Only add writes data, so this cannot happen; keep everything
 			// rather than guess.
 			return
 		}
-		off += p + int(n)
 	}
-	j.data = j.data[:copy(j.data, j.data[off:])]
+	j.data = j.data[:copy(j.data, rest)]
 	j.events = keep
+}
+
+// nextEvent splits the first event's encoding off b; ok is false when b
+// does not start with a whole length-prefixed event.
+func nextEvent(b []byte) (body, rest []byte, ok bool) {
+	n, p := binary.Uvarint(b)
+	if p <= 0 || n > uint64(len(b)-p) {
+		return nil, b, false
+	}
+	return b[p : p+int(n)], b[p+int(n):], true
 }
 
 // first is the seq of the oldest event held (next when empty).
@@ -97,12 +106,11 @@ func (j *eventJournal) since(fromSeq int64) ([]protocol.EventEnvelope, error) {
 	out := make([]protocol.EventEnvelope, 0, max(j.next-fromSeq, 0))
 	rest := j.data
 	for seq := j.first(); seq < j.next; seq++ {
-		n, p := binary.Uvarint(rest)
-		if p <= 0 || n > uint64(len(rest)-p) {
+		body, r, ok := nextEvent(rest)
+		if !ok {
 			return nil, fmt.Errorf("event journal: bad length at event %d", seq)
 		}
-		body := rest[p : p+int(n)]
-		rest = rest[p+int(n):]
+		rest = r
 		if seq < fromSeq {
 			continue
 		}

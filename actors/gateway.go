@@ -204,10 +204,7 @@ func (g *Gateway) call(ctx context.Context, matchID string, msg any) (*Reply, er
 // okReply returns v as a *Reply (unwrapped by the Requester or still in its
 // envelope) if it is one with ReplyOK.
 func okReply(v any) *Reply {
-	if m, ok := v.(*envelope.Msg); ok {
-		v = m.V
-	}
-	if r, ok := v.(*Reply); ok && r.Code == ReplyOK {
+	if r, ok := fromEnvelope(v).(*Reply); ok && r.Code == ReplyOK {
 		return r
 	}
 	return nil
@@ -295,14 +292,20 @@ var (
 
 // asReply accepts a reply unwrapped by the Requester or still in its envelope.
 func asReply(v any) (*Reply, error) {
-	if m, ok := v.(*envelope.Msg); ok {
-		v = m.V
-	}
+	v = fromEnvelope(v)
 	r, ok := v.(*Reply)
 	if !ok {
 		return nil, fmt.Errorf("unexpected reply %T", v)
 	}
 	return r, nil
+}
+
+// fromEnvelope takes a reply out of its envelope, if it is still in one.
+func fromEnvelope(v any) any {
+	if m, ok := v.(*envelope.Msg); ok {
+		return m.V
+	}
+	return v
 }
 
 func newMatchID() (string, error) {
