@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"syscall"
+	"time"
+)
+
+// procGovernor runs the node's Go code on one processor (GOMAXPROCS=1)
+// while one is plenty, and gives it back the default width as soon as
+// that one gets busy.
+//
+// Why: a node serving matches is mostly idle between intents, and every
+// intent hands work from one goroutine to another several times (the
+// connection's reader, the grain's turn, the durable append, the
+// writers). Each hand-off that makes a goroutine runnable while another
+// processor sits idle wakes a second OS thread, which looks for work,
+// mostly finds none and goes back to sleep: two futex calls and a spell
+// of spinning that do nothing for the intent. The open loop's profile
+// puts the scheduler at 18 % of node CPU; with one processor the ready
+// goroutine simply runs next on the same thread (measured: node CPU per
+// intent 0.85 of the default's, docs/performance.md). On a machine the
+// node shares with PostgreSQL that spinning also takes CPU from the
+// database. But one processor is a queue: once it is busy most of the
+// time, runnable goroutines wait for it, so the governor returns to the
+// default width at once when the node uses raiseAt of a core, and only
+// narrows again after quietAfter samples in a row below lowerAt cores at
+// full width (the spinning makes full width cost more than one processor
+// for the same work, which is why lowerAt is below raiseAt).
+//
+// It lives in the binary, like gcGovernor and for the same reason: only
+// the program may set the process's GOMAXPROCS.
+type procGovernor struct {
+	raiseAt    float64 // cores of node CPU at one processor that bring the default width back
+	lowerAt    float64 // cores of node CPU at full width below which one processor is enough
+	quietAfter int     // consecutive samples below lowerAt before narrowing
+
+	readCPU    func() time.Duration // the process's CPU time so far (user and system)
+	setProcs   func(n int)          // 1: one processor; 0: back to the runtime's default
+	defaultMax int                  // the runtime's default width, for logs and state
+	log        *slog.Logger
+
+	lastCPU   time.Duration
+	lastAt    time.Time
+	quietRuns int
+	narrow    bool // running on one processor
+}
+
+// Defaults: the open loop of 1,000 matches × 2 intents/s uses about 0.5
+// of a core at full width on the measuring machine and stays on one
+// processor; the closed loop of 100 matches uses about 0.6 of a core on
+// one processor (0.75 at full width) and stays where it is.
+const (
+	procRaiseAt    = 0.8
+	procLowerAt    = 0.7
+	procQuietAfter = 5
+)
+
+// newProcGovernor returns a governor, or nil when it is off: turned off by
+// the operator, GOMAXPROCS set in the environment (the operator's choice
+// stands), or a default width of one already.
+func newProcGovernor(on bool, log *slog.Logger) *procGovernor {
+	if !on || os.Getenv("GOMAXPROCS") != "" {
+		return nil
+	}
+	width := runtime.GOMAXPROCS(0)
+	if width <= 1 {
+		return nil
+	}
+	return &procGovernor{
+		raiseAt: procRaiseAt, lowerAt: procLowerAt, quietAfter: procQuietAfter,
+		readCPU: processCPU,
+		setProcs: func(n int) {
+			if n > 0 {
+				runtime.GOMAXPROCS(n)
+				return
+			}
+			// The default follows the container's CPU limit and keeps
+			// following it; GOMAXPROCS(n) would pin a number.
+			runtime.SetDefaultGOMAXPROCS()
+		},
+		defaultMax: width,
+		log:        log,
+	}
+}
+
+// processCPU is the CPU time of the whole process, all its threads.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// run samples every interval until ctx ends, then restores the default width.
+func (g *procGovernor) run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	g.step(time.Now())
+	for {
+		select {
+		case <-ctx.Done():
+			g.widen(0)
+			return
+		case now := <-t.C:
+			g.step(now)
+		}
+	}
+}
+
+// step takes one sample of the node's CPU use and sets the width from it.
+func (g *procGovernor) step(now time.Time) {
+	cpu := g.readCPU()
+	if g.lastAt.IsZero() {
+		g.lastCPU, g.lastAt = cpu, now
+		return
+	}
+	secs := now.Sub(g.lastAt).Seconds()
+	if secs <= 0 {
+		return
+	}
+	cores := (cpu - g.lastCPU).Seconds() / secs
+	g.lastCPU, g.lastAt = cpu, now
+	if g.narrow {
+		if cores >= g.raiseAt {
+			g.widen(cores)
+		}
+		return
+	}
+	if cores >= g.lowerAt {
+		g.quietRuns = 0
+		return
+	}
+	g.quietRuns++
+	if g.quietRuns >= g.quietAfter {
+		g.setProcs(1)
+		g.narrow = true
+		g.log.Debug("proc governor: one processor", "cores", fmt.Sprintf("%.2f", cores))
+	}
+}
+
+// widen returns to the default width if narrowed; cores is the sample that
+// asked for it, for the log.
+func (g *procGovernor) widen(cores float64) {
+	if !g.narrow {
+		return
+	}
+	g.setProcs(0)
+	g.narrow, g.quietRuns = false, 0
+	g.log.Debug("proc governor: default width", "procs", g.defaultMax, "cores", fmt.Sprintf("%.2f", cores))
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestProcGovernor drives the governor with a made-up CPU history: one
+// processor only after five light seconds in a row at full width, the
+// default back at the first second that uses raiseAt of a core, and
+// nothing in between (the band between the two thresholds holds either
+// width).
+func TestProcGovernor(t *testing.T) {
+	var cpu time.Duration
+	var set []int
+	g := &procGovernor{
+		raiseAt: 0.8, lowerAt: 0.7, quietAfter: 5, defaultMax: 4,
+		readCPU:  func() time.Duration { return cpu },
+		setProcs: func(n int) { set = append(set, n) },
+		log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	now := time.Unix(1_000_000, 0)
+	second := func(cores float64) {
+		cpu += time.Duration(cores * float64(time.Second))
+		now = now.Add(time.Second)
+		g.step(now)
+	}
+	g.step(now) // the first sample only sets the baseline
+	for i := range 4 {
+		second(0.5)
+		if len(set) != 0 {
+			t.Fatalf("width set %v after %d light seconds, want nothing before 5", set, i+1)
+		}
+	}
+	second(0.75) // in the band at full width: starts the count over
+	for range 4 {
+		second(0.5)
+	}
+	if len(set) != 0 {
+		t.Fatalf("width set %v although a second at 0.75 cores broke the run", set)
+	}
+	second(0.5)
+	if len(set) != 1 || set[0] != 1 || !g.narrow {
+		t.Fatalf("after 5 light seconds: width set %v, want [1]", set)
+	}
+	second(0.75) // in the band on one processor: stays narrow
+	second(0.1)
+	if len(set) != 1 {
+		t.Fatalf("width set %v while on one processor below raiseAt", set)
+	}
+	second(0.85)
+	if len(set) != 2 || set[1] != 0 || g.narrow {
+		t.Fatalf("after a second at 0.85 cores: width set %v, want the default (0) last", set)
+	}
+	// Widened: light again, and five seconds are needed again.
+	for range 4 {
+		second(0.2)
+	}
+	if len(set) != 2 {
+		t.Fatalf("narrowed again (%v) before five light seconds at full width", set)
+	}
+	second(0.2)
+	if len(set) != 3 || set[2] != 1 {
+		t.Fatalf("width set %v, want one processor again", set)
+	}
+	// A stalled clock (two samples at the same instant) changes nothing.
+	g.step(now)
+	if len(set) != 3 {
+		t.Fatalf("a zero-length sample changed the width: %v", set)
+	}
+}
+
+// TestProcGovernorOff: no governor when turned off or GOMAXPROCS is set.
+func TestProcGovernorOff(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if g := newProcGovernor(false, log); g != nil {
+		t.Fatal("a governor with --proc-governor=false")
+	}
+	t.Setenv("GOMAXPROCS", "2")
+	if g := newProcGovernor(true, log); g != nil {
+		t.Fatal("a governor although GOMAXPROCS is set")
+	}
+}
+
+// TestProcGovernorRuntime: the governor's own setProcs narrows this
+// process to one processor and then gives back the runtime's default,
+// not a number it remembered.
+func TestProcGovernorRuntime(t *testing.T) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		t.Skip("GOMAXPROCS is set in this environment, which turns the governor off")
+	}
+	before := runtime.GOMAXPROCS(0)
+	if before < 2 {
+		t.Skipf("default GOMAXPROCS is %d here: nothing to narrow", before)
+	}
+	g := newProcGovernor(true, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if g == nil {
+		t.Fatal("no governor with a default width of", before)
+	}
+	defer runtime.SetDefaultGOMAXPROCS()
+	g.setProcs(1)
+	if n := runtime.GOMAXPROCS(0); n != 1 {
+		t.Fatalf("GOMAXPROCS %d after narrowing, want 1", n)
+	}
+	g.setProcs(0)
+	if n := runtime.GOMAXPROCS(0); n != before {
+		t.Fatalf("GOMAXPROCS %d after widening, want the default %d", n, before)
+	}
+	if cpu := processCPU(); cpu <= 0 {
+		t.Fatalf("process CPU %v: the governor would read nothing", cpu)
+	}
+}
+
+// TestProcGovernorIdleNode: a real node with nothing to do narrows to one
+// processor within a few seconds, as its /metrics shows.
+func TestProcGovernorIdleNode(t *testing.T) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		t.Skip("GOMAXPROCS is set in this environment, which turns the governor off")
+	}
+	if runtime.NumCPU() < 2 {
+		t.Skip("one CPU: the node's default width is already 1")
+	}
+	p := startProc(t, "w", "--data-dir", filepath.Join(t.TempDir(), "data"))
+	deadline := time.Now().Add(60 * time.Second)
+	var got float64
+	for time.Now().Before(deadline) {
+		if f := scrapeFamilies(t, p.http)["go_sched_gomaxprocs_threads"]; f != nil && len(f.GetMetric()) == 1 {
+			if got = f.GetMetric()[0].GetGauge().GetValue(); got == 1 {
+				return
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("go_sched_gomaxprocs_threads is %v after 60 s of an idle node, want 1", got)
+}
