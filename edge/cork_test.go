@@ -132,3 +132,64 @@ func TestWSBatchIsOneWrite(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestWSWaitReadableReleasesFrame: the last frame's buffer stays with the
+// transport until the next read starts, and waitReadable is such a start,
+// so a parked reader's connection holds no frame buffer while it waits.
+func TestWSWaitReadableReleasesFrame(t *testing.T) {
+	got := make(chan *wsTransport, 1)
+	up := websocket.Upgrader{WriteBufferSize: 4 << 10}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cw := &corkingWriter{ResponseWriter: w}
+		c, err := up.Upgrade(cw, r, nil)
+		if err != nil {
+			t.Errorf("upgrade: %v", err)
+			return
+		}
+		got <- newWSTransport(c, cw.conn, cw.br)
+	}))
+	defer hs.Close()
+	cli, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(hs.URL, "http")+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	var tr *wsTransport
+	select {
+	case tr = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no server connection")
+	}
+	defer tr.close()
+	for i, msg := range []string{"hello", "ping"} {
+		if err := cli.WriteMessage(websocket.BinaryMessage, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.setReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 {
+			if err := tr.waitReadable(); err != nil {
+				t.Fatalf("wait for the second frame: %v", err)
+			}
+		}
+		b, err := tr.readFrame()
+		if err != nil || string(b) != msg {
+			t.Fatalf("frame %d: %q, %v; want %q", i, b, err, msg)
+		}
+		if tr.buf == nil {
+			t.Fatalf("frame %d: no buffer held while the frame is valid", i)
+		}
+		// Nothing more comes: the wait ends at its deadline, and by then
+		// the frame it followed has given its buffer back.
+		if err := tr.setReadDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.waitReadable(); !isTimeout(err) {
+			t.Fatalf("wait with nothing sent: %v, want a timeout", err)
+		}
+		if tr.buf != nil {
+			t.Fatalf("frame %d: the transport still holds its buffer while waiting", i)
+		}
+	}
+}

@@ -19,7 +19,8 @@ import (
 // reader goroutine and the write methods from its writer goroutine only;
 // close may be called from anywhere, any number of times.
 type transport interface {
-	// readFrame returns the next frame's payload, valid until the next call.
+	// readFrame returns the next frame's payload, valid until the next call
+	// of readFrame or waitReadable.
 	// Errors: errNotBinary, errEmptyFrame, protocol.ErrFrameTooLarge,
 	// protocol.ErrMalformed, timeouts (os.ErrDeadlineExceeded), and anything
 	// meaning the peer is gone.
@@ -35,7 +36,9 @@ type transport interface {
 	// read deadline's error, and consumes nothing: a timeout leaves the
 	// stream as it was (unlike one inside readFrame, which gorilla/websocket
 	// never recovers from). It waits only a few frames deep, which is what
-	// lets a parked reader live on the smallest stack (session.park).
+	// lets a parked reader live on the smallest stack (session.park). As
+	// the start of the next read, it ends the last frame's validity, so a
+	// quiet connection holds no frame buffer while it waits.
 	waitReadable() error
 	// writeFrames writes frames in order, finishing before deadline.
 	writeFrames(frames [][]byte, deadline time.Time) (int, error)
@@ -158,7 +161,10 @@ func (t *wsTransport) setReadDeadline(d time.Time) error {
 // gorilla is at a frame boundary and holds no bytes but those in br.
 func (t *wsTransport) quiet() bool { return t.br != nil && t.br.Buffered() == 0 }
 
-func (t *wsTransport) waitReadable() error { return peekOne(t.br) }
+func (t *wsTransport) waitReadable() error {
+	t.releaseBuf()
+	return peekOne(t.br)
+}
 
 // peekOne waits for one byte in br; a deadline's error is returned once and
 // leaves br usable (bufio keeps nothing of it).
