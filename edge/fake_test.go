@@ -171,6 +171,43 @@ func TestDetach(t *testing.T) {
 	}
 }
 
+// TestCallInFlightEndsWithSession: a call into Matches that is in flight
+// when the session shuts down has its context cancelled at once, not after
+// RequestTimeout (a minute here).
+func TestCallInFlightEndsWithSession(t *testing.T) {
+	h := newHarness(t, newFakeMatches, func(c *edge.Config) { c.RequestTimeout = time.Minute })
+	f := fakeOf(t, h)
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			id := h.newMatch()
+			c := dial(t, h, tr)
+			sh := hello(t, c, h.ticket(id, 0), 0)
+			expectFrame[*protocol.ServerSnapshot](t, c, 5*time.Second)
+			hold := f.SetHoldIntents(true)
+			defer f.SetHoldIntents(false)
+			send(t, c, &protocol.ClientIntent{IntentID: "held", BasedOnSeq: sh.EventSeq, Intent: protocol.EndTurn{}})
+			select {
+			case err := <-hold:
+				if err != nil {
+					t.Fatalf("held intent reported %v before it waited", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the intent never reached Matches")
+			}
+			f.Seat(id, 0).Sink().Detach(edge.DetachShutdown)
+			select {
+			case err := <-hold:
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("the held call ended with %v, want context.Canceled", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the call in flight outlived its session by 5 s")
+			}
+			readUntilClosed(t, c, 5*time.Second)
+		})
+	}
+}
+
 // TestSlowReader: a client that never reads is disconnected, and the memory
 // the edge spends on it stays bounded, whichever bound trips first.
 func TestSlowReader(t *testing.T) {

@@ -31,9 +31,17 @@ type session struct {
 	t   transport
 	tcp bool
 
-	ctx    context.Context // cancelled by shutdown; bounds calls into Matches
-	cancel context.CancelFunc
-	out    *outbox
+	out *outbox
+
+	// reqMu guards reqCancel, the cancel of the call into Matches in
+	// flight (the reader makes one at a time), which shutdown cancels.
+	// Why not a session context that calls derive from: its cancel
+	// bookkeeping (a map of children, a channel) stayed allocated for the
+	// connection's lifetime once the hello had made one call, about
+	// 0.5 KiB per idle connection, and every intent added and removed its
+	// context there under the parent's lock.
+	reqMu     sync.Mutex
+	reqCancel context.CancelFunc
 
 	closing   chan struct{} // closed by shutdown
 	closeOnce sync.Once
@@ -63,20 +71,42 @@ type session struct {
 type seatRef struct{ Seat }
 
 func newSession(srv *Server, t transport) *session {
-	ctx, cancel := context.WithCancel(context.Background())
 	return &session{
 		srv:        srv,
 		cfg:        &srv.cfg,
 		t:          t,
 		tcp:        t.kind() == transportTCP,
-		ctx:        ctx,
-		cancel:     cancel,
 		out:        newOutbox(srv.cfg.OutboundQueueFrames, srv.cfg.OutboundQueueBytes),
 		closing:    make(chan struct{}),
 		writerDone: make(chan struct{}),
 		seatNo:     -1,
 		started:    time.Now(),
 	}
+}
+
+// startCall returns the context of one call into Matches: it ends after
+// RequestTimeout, or when the session shuts down, whichever comes first.
+// Pass its cancel to endCall when the call returns.
+func (s *session) startCall() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+	s.reqMu.Lock()
+	if s.isClosing() {
+		// shutdown has run (it closes closing before taking reqMu) and
+		// will not see this call: it starts cancelled.
+		cancel()
+	} else {
+		s.reqCancel = cancel
+	}
+	s.reqMu.Unlock()
+	return ctx, cancel
+}
+
+// endCall releases a call's context made by startCall.
+func (s *session) endCall(cancel context.CancelFunc) {
+	s.reqMu.Lock()
+	s.reqCancel = nil
+	s.reqMu.Unlock()
+	cancel()
 }
 
 // shutdown starts closing the connection for reason r; only the first call
@@ -87,7 +117,11 @@ func (s *session) shutdown(r CloseReason) {
 	s.closeOnce.Do(func() {
 		s.reason = r
 		close(s.closing)
-		s.cancel()
+		s.reqMu.Lock()
+		if s.reqCancel != nil {
+			s.reqCancel()
+		}
+		s.reqMu.Unlock()
 		if r.abortive() {
 			s.out.close()
 			s.t.close()
@@ -367,9 +401,9 @@ func (s *session) handshake() bool {
 		TicketExpires: claims.ExpiresAt,
 		ResumeFromSeq: max(hello.ResumeFromSeq, 0),
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
+	ctx, cancel := s.startCall()
 	seat, err := s.srv.matches.OpenSeat(ctx, req, s)
-	cancel()
+	s.endCall(cancel)
 	if err != nil {
 		s.seatFailed("open seat", err)
 		return false
@@ -435,16 +469,16 @@ func (s *session) handleFrame(b []byte, now time.Time) (keepAlive bool) {
 			return false
 		}
 		s.srv.metrics.intents[intentForwarded].Add(1)
-		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
+		ctx, cancel := s.startCall()
 		err := seat.Intent(ctx, f.IntentID, f.BasedOnSeq, f.Intent)
-		cancel()
+		s.endCall(cancel)
 		if err != nil {
 			s.seatFailed("intent", err)
 		}
 	case *protocol.ClientResync:
-		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
+		ctx, cancel := s.startCall()
 		err := seat.Resync(ctx, max(f.FromSeq, 0), f.FullSnapshot)
-		cancel()
+		s.endCall(cancel)
 		if err != nil {
 			s.seatFailed("resync", err)
 		}

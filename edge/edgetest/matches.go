@@ -31,6 +31,7 @@ type Matches struct {
 	openErr   error
 	createErr error
 	resyncs   int
+	hold      chan error // SetHoldIntents: where held intents report their context's end
 }
 
 // NewMatches returns an empty Matches.
@@ -79,6 +80,21 @@ func (f *Matches) SetCreateError(err error) {
 	f.mu.Lock()
 	f.createErr = err
 	f.mu.Unlock()
+}
+
+// SetHoldIntents makes every Seat.Intent send nil to the returned channel
+// (buffered, 16), wait until its context ends, send the context's error and
+// fail with edge.ErrUnavailable: a test sees the call in flight, then when,
+// and why, the edge gave it up. SetHoldIntents(false) lets intents through
+// again.
+func (f *Matches) SetHoldIntents(on bool) <-chan error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hold = nil
+	if on {
+		f.hold = make(chan error, 16)
+	}
+	return f.hold
 }
 
 // Resyncs counts Seat.Resync calls.
@@ -219,9 +235,16 @@ func (m *match) eventsFrom(from int64) *protocol.ServerEvents {
 }
 
 // Intent implements edge.Seat.
-func (s *Seat) Intent(_ context.Context, id string, _ int64, in protocol.Intent) error {
+func (s *Seat) Intent(ctx context.Context, id string, _ int64, in protocol.Intent) error {
 	f := s.ms
 	f.mu.Lock()
+	if hold := f.hold; hold != nil {
+		f.mu.Unlock()
+		hold <- nil
+		<-ctx.Done()
+		hold <- ctx.Err()
+		return edge.ErrUnavailable
+	}
 	defer f.mu.Unlock()
 	if s.closed {
 		return edge.ErrUnavailable
