@@ -34,31 +34,12 @@ func TestWSBatchIsOneWrite(t *testing.T) {
 		tr  *wsTransport
 		cnt *countingConn
 	}
-	got := make(chan served, 1)
 	up := websocket.Upgrader{ReadBufferSize: 4 << 10, WriteBufferSize: 4 << 10}
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cw := &corkingWriter{ResponseWriter: w}
-		c, err := up.Upgrade(cw, r, nil)
-		if err != nil {
-			t.Errorf("upgrade: %v", err)
-			return
-		}
+	srv, cli := wsPair(t, up, func(c *websocket.Conn, cw *corkingWriter) served {
 		cnt := &countingConn{Conn: cw.conn.Conn}
 		cw.conn.Conn = cnt
-		got <- served{newWSTransport(c, cw.conn, nil), cnt}
-	}))
-	defer hs.Close()
-	cli, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(hs.URL, "http")+"/", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	var srv served
-	select {
-	case srv = <-got:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no server connection")
-	}
+		return served{newWSTransport(c, cw.conn, nil), cnt}
+	})
 	defer srv.tr.close()
 	// The server side must read for gorilla to answer pings.
 	go srv.tr.drain()
@@ -137,29 +118,9 @@ func TestWSBatchIsOneWrite(t *testing.T) {
 // transport until the next read starts, and waitReadable is such a start,
 // so a parked reader's connection holds no frame buffer while it waits.
 func TestWSWaitReadableReleasesFrame(t *testing.T) {
-	got := make(chan *wsTransport, 1)
-	up := websocket.Upgrader{WriteBufferSize: 4 << 10}
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cw := &corkingWriter{ResponseWriter: w}
-		c, err := up.Upgrade(cw, r, nil)
-		if err != nil {
-			t.Errorf("upgrade: %v", err)
-			return
-		}
-		got <- newWSTransport(c, cw.conn, cw.br)
-	}))
-	defer hs.Close()
-	cli, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(hs.URL, "http")+"/", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	var tr *wsTransport
-	select {
-	case tr = <-got:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no server connection")
-	}
+	tr, cli := wsPair(t, websocket.Upgrader{WriteBufferSize: 4 << 10}, func(c *websocket.Conn, cw *corkingWriter) *wsTransport {
+		return newWSTransport(c, cw.conn, cw.br)
+	})
 	defer tr.close()
 	for i, msg := range []string{"hello", "ping"} {
 		if err := cli.WriteMessage(websocket.BinaryMessage, []byte(msg)); err != nil {
@@ -191,5 +152,36 @@ func TestWSWaitReadableReleasesFrame(t *testing.T) {
 		if tr.buf != nil {
 			t.Fatalf("frame %d: the transport still holds its buffer while waiting", i)
 		}
+	}
+}
+
+// wsPair upgrades one loopback WebSocket connection with up through a
+// corkingWriter, as the edge does, and returns what wrap makes of the
+// server's side and the client's connection (closed at the test's end).
+func wsPair[T any](t *testing.T, up websocket.Upgrader, wrap func(*websocket.Conn, *corkingWriter) T) (T, *websocket.Conn) {
+	t.Helper()
+	got := make(chan T, 1)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cw := &corkingWriter{ResponseWriter: w}
+		c, err := up.Upgrade(cw, r, nil)
+		if err != nil {
+			t.Errorf("upgrade: %v", err)
+			return
+		}
+		got <- wrap(c, cw)
+	}))
+	t.Cleanup(hs.Close)
+	cli, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(hs.URL, "http")+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	select {
+	case srv := <-got:
+		return srv, cli
+	case <-time.After(10 * time.Second):
+		t.Fatal("no server connection")
+		var none T
+		return none, nil
 	}
 }

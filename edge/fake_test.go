@@ -24,6 +24,17 @@ func mustEncode(f protocol.ServerFrame) []byte {
 	return b
 }
 
+// joinNewMatch makes a match and connects its seat 0 over tr, up to the
+// first snapshot.
+func joinNewMatch(t *testing.T, h *harness, tr string) (string, testConn, *protocol.ServerHello) {
+	t.Helper()
+	id := h.newMatch()
+	c := dial(t, h, tr)
+	sh := hello(t, c, h.ticket(id, 0), 0)
+	expectFrame[*protocol.ServerSnapshot](t, c, 5*time.Second)
+	return id, c, sh
+}
+
 func shutdownNow(h *harness) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -76,10 +87,7 @@ func TestResumeAndDuplicate(t *testing.T) {
 	h := newHarness(t, newFakeMatches, nil)
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
-			id := h.newMatch()
-			c := dial(t, h, tr)
-			sh := hello(t, c, h.ticket(id, 0), 0)
-			expectFrame[*protocol.ServerSnapshot](t, c, 5*time.Second)
+			id, c, sh := joinNewMatch(t, h, tr)
 			in := &protocol.ClientIntent{IntentID: "end-1", BasedOnSeq: sh.EventSeq, Intent: protocol.EndTurn{}}
 			send(t, c, in)
 			r := expectFrame[*protocol.ServerIntentResult](t, c, 5*time.Second)
@@ -179,10 +187,7 @@ func TestCallInFlightEndsWithSession(t *testing.T) {
 	f := fakeOf(t, h)
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
-			id := h.newMatch()
-			c := dial(t, h, tr)
-			sh := hello(t, c, h.ticket(id, 0), 0)
-			expectFrame[*protocol.ServerSnapshot](t, c, 5*time.Second)
+			id, c, sh := joinNewMatch(t, h, tr)
 			hold := f.SetHoldIntents(true)
 			defer f.SetHoldIntents(false)
 			send(t, c, &protocol.ClientIntent{IntentID: "held", BasedOnSeq: sh.EventSeq, Intent: protocol.EndTurn{}})

@@ -83,16 +83,22 @@ func newGCGovernor(busy, quiet int, maxCycles float64, log *slog.Logger) *gcGove
 
 // run samples every interval until ctx ends, then restores the busy percent.
 func (g *gcGovernor) run(ctx context.Context, interval time.Duration) {
+	everyUntil(ctx, interval, g.step)
+	g.set(g.busyPercent)
+}
+
+// everyUntil calls step now and at every tick of interval until ctx ends:
+// the loop of both governors, which sample the process once a second.
+func everyUntil(ctx context.Context, interval time.Duration, step func(now time.Time)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	g.step(time.Now())
+	step(time.Now())
 	for {
 		select {
 		case <-ctx.Done():
-			g.set(g.busyPercent)
 			return
 		case now := <-t.C:
-			g.step(now)
+			step(now)
 		}
 	}
 }

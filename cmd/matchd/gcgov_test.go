@@ -115,15 +115,22 @@ func TestGCGovernorQuietNode(t *testing.T) {
 		t.Skip("GOGC is set in this environment, which turns the governor off")
 	}
 	p := startProc(t, "q", "--data-dir", filepath.Join(t.TempDir(), "data"), "--gc-quiet-percent", "30")
-	deadline := time.Now().Add(60 * time.Second)
+	awaitGauge(t, p, "go_gc_gogc_percent", 30, 60*time.Second)
+}
+
+// awaitGauge polls p's /metrics until the unlabelled gauge name reads want,
+// and fails the test if it does not within d.
+func awaitGauge(t *testing.T, p *proc, name string, want float64, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	var got float64
 	for time.Now().Before(deadline) {
-		if f := scrapeFamilies(t, p.http)["go_gc_gogc_percent"]; f != nil && len(f.GetMetric()) == 1 {
-			if got = f.GetMetric()[0].GetGauge().GetValue(); got == 30 {
+		if f := scrapeFamilies(t, p.http)[name]; f != nil && len(f.GetMetric()) == 1 {
+			if got = f.GetMetric()[0].GetGauge().GetValue(); got == want {
 				return
 			}
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	t.Fatalf("go_gc_gogc_percent is %v after 60 s of an idle node, want 30", got)
+	t.Fatalf("%s is %v after %v of an idle node, want %v", name, got, d, want)
 }

@@ -99,18 +99,8 @@ func processCPU() time.Duration {
 
 // run samples every interval until ctx ends, then restores the default width.
 func (g *procGovernor) run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	g.step(time.Now())
-	for {
-		select {
-		case <-ctx.Done():
-			g.widen(0)
-			return
-		case now := <-t.C:
-			g.step(now)
-		}
-	}
+	everyUntil(ctx, interval, g.step)
+	g.widen(0)
 }
 
 // step takes one sample of the node's CPU use and sets the width from it.

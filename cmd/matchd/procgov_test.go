@@ -126,15 +126,5 @@ func TestProcGovernorIdleNode(t *testing.T) {
 		t.Skip("one CPU: the node's default width is already 1")
 	}
 	p := startProc(t, "w", "--data-dir", filepath.Join(t.TempDir(), "data"))
-	deadline := time.Now().Add(60 * time.Second)
-	var got float64
-	for time.Now().Before(deadline) {
-		if f := scrapeFamilies(t, p.http)["go_sched_gomaxprocs_threads"]; f != nil && len(f.GetMetric()) == 1 {
-			if got = f.GetMetric()[0].GetGauge().GetValue(); got == 1 {
-				return
-			}
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	t.Fatalf("go_sched_gomaxprocs_threads is %v after 60 s of an idle node, want 1", got)
+	awaitGauge(t, p, "go_sched_gomaxprocs_threads", 1, 60*time.Second)
 }
