@@ -136,7 +136,7 @@ func parseFlags(args []string) (options, error) {
 	adminPrev := fs.String("admin-tokens-previous", "", "comma-separated admin tokens still accepted during a rotation (MATCHD_ADMIN_TOKENS_PREVIOUS)")
 	debugListen := fs.String("debug-listen", "", "loopback address (127.0.0.1:PORT) serving net/http/pprof under /debug/pprof/; empty: off")
 	gcQuietPercent := fs.Int("gc-quiet-percent", 25, "GOGC while the node is quiet (it allocates so little for its heap that collections at this GOGC would come less than 0.6 times a second; 100 otherwise): less memory for quiet connections at little CPU; 0: off; ignored when the GOGC environment variable is set")
-	procGov := fs.Bool("proc-governor", true, "run Go code on one processor while the node uses under 0.7 of a core, and on the default number from 0.8 of a core on: saves the threads woken for nothing between intents; ignored when the GOMAXPROCS environment variable is set")
+	procGov := fs.Bool("proc-governor", false, "run Go code on one processor while the node uses under 0.7 of a core, and on the default number from 0.8 of a core on: saves the threads woken for nothing between intents (docs/operations.md §8); ignored when the GOMAXPROCS environment variable is set")
 	demoDelay := fs.Duration("demo-delay", 400*time.Millisecond, "pause between bot moves in --demo")
 	if err := fs.Parse(args); err != nil {
 		return o, err

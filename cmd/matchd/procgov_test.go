@@ -116,8 +116,9 @@ func TestProcGovernorRuntime(t *testing.T) {
 	}
 }
 
-// TestProcGovernorIdleNode: a real node with nothing to do narrows to one
-// processor within a few seconds, as its /metrics shows.
+// TestProcGovernorIdleNode: a real node with the governor on and nothing
+// to do narrows to one processor within a few seconds, as its /metrics
+// shows.
 func TestProcGovernorIdleNode(t *testing.T) {
 	if os.Getenv("GOMAXPROCS") != "" {
 		t.Skip("GOMAXPROCS is set in this environment, which turns the governor off")
@@ -125,6 +126,6 @@ func TestProcGovernorIdleNode(t *testing.T) {
 	if runtime.NumCPU() < 2 {
 		t.Skip("one CPU: the node's default width is already 1")
 	}
-	p := startProc(t, "w", "--data-dir", filepath.Join(t.TempDir(), "data"))
+	p := startProc(t, "w", "--data-dir", filepath.Join(t.TempDir(), "data"), "--proc-governor")
 	awaitGauge(t, p, "go_sched_gomaxprocs_threads", 1, 60*time.Second)
 }
