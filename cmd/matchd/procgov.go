@@ -23,7 +23,7 @@ import (
 // of spinning that do nothing for the intent. The open loop's profile
 // puts the scheduler at 18 % of node CPU; with one processor the ready
 // goroutine simply runs next on the same thread (measured: node CPU per
-// intent 0.85 of the default's, docs/performance.md). On a machine the
+// intent 0.85–0.90 of the default's, docs/performance.md). On a machine the
 // node shares with PostgreSQL that spinning also takes CPU from the
 // database. But one processor is a queue: once it is busy most of the
 // time, runnable goroutines wait for it, so the governor returns to the
@@ -32,6 +32,8 @@ import (
 // full width (the spinning makes full width cost more than one processor
 // for the same work, which is why lowerAt is below raiseAt).
 //
+// It is opt-in (--proc-governor): whether it costs peak throughput in a
+// closed loop was not settled by the runs so far (docs/performance.md).
 // It lives in the binary, like gcGovernor and for the same reason: only
 // the program may set the process's GOMAXPROCS.
 type procGovernor struct {
@@ -39,10 +41,9 @@ type procGovernor struct {
 	lowerAt    float64 // cores of node CPU at full width below which one processor is enough
 	quietAfter int     // consecutive samples below lowerAt before narrowing
 
-	readCPU    func() time.Duration // the process's CPU time so far (user and system)
-	setProcs   func(n int)          // 1: one processor; 0: back to the runtime's default
-	defaultMax int                  // the runtime's default width, for logs and state
-	log        *slog.Logger
+	readCPU  func() time.Duration // the process's CPU time so far (user and system)
+	setProcs func(n int)          // 1: one processor; 0: back to the runtime's default
+	log      *slog.Logger
 
 	lastCPU   time.Duration
 	lastAt    time.Time
@@ -67,8 +68,7 @@ func newProcGovernor(on bool, log *slog.Logger) *procGovernor {
 	if !on || os.Getenv("GOMAXPROCS") != "" {
 		return nil
 	}
-	width := runtime.GOMAXPROCS(0)
-	if width <= 1 {
+	if runtime.GOMAXPROCS(0) <= 1 {
 		return nil
 	}
 	return &procGovernor{
@@ -83,8 +83,7 @@ func newProcGovernor(on bool, log *slog.Logger) *procGovernor {
 			// following it; GOMAXPROCS(n) would pin a number.
 			runtime.SetDefaultGOMAXPROCS()
 		},
-		defaultMax: width,
-		log:        log,
+		log: log,
 	}
 }
 
@@ -142,5 +141,5 @@ func (g *procGovernor) widen(cores float64) {
 	}
 	g.setProcs(0)
 	g.narrow, g.quietRuns = false, 0
-	g.log.Debug("proc governor: default width", "procs", g.defaultMax, "cores", fmt.Sprintf("%.2f", cores))
+	g.log.Debug("proc governor: default width", "procs", runtime.GOMAXPROCS(0), "cores", fmt.Sprintf("%.2f", cores))
 }

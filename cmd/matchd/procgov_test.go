@@ -19,7 +19,7 @@ func TestProcGovernor(t *testing.T) {
 	var cpu time.Duration
 	var set []int
 	g := &procGovernor{
-		raiseAt: 0.8, lowerAt: 0.7, quietAfter: 5, defaultMax: 4,
+		raiseAt: 0.8, lowerAt: 0.7, quietAfter: 5,
 		readCPU:  func() time.Duration { return cpu },
 		setProcs: func(n int) { set = append(set, n) },
 		log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
