@@ -223,6 +223,20 @@ func TestChaosKillOwnerMatchContinues(t *testing.T) {
 	if !slices.IsSorted(epochs) {
 		t.Fatalf("log epochs out of order (two writers?): %v", epochs)
 	}
+	// The new owner's appends went through its group-commit writer, and its
+	// counters say so on /metrics.
+	fams := scrapeFamilies(t, cc.procByMember(newOwner).http)
+	counter := func(name string) float64 {
+		if f := fams[name]; f != nil && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+		t.Fatalf("%s missing on the new owner's /metrics", name)
+		return 0
+	}
+	batches, batched := counter("matchgrain_store_append_batches_total"), counter("matchgrain_store_batched_appends_total")
+	if batches < 1 || batched < batches {
+		t.Fatalf("new owner: %v appends in %v group-commit batches after 4+ intents", batched, batches)
+	}
 }
 
 // TestChaosFrozenOwnerIsFenced freezes the owner (SIGSTOP) instead of

@@ -327,6 +327,9 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if err := registerStoreMetrics(registry, store); err != nil {
+		return err
+	}
 	if !o.edgeOnly {
 		kind, err := actors.NewMatchKind(actors.GrainDeps{
 			Store: store, Rules: actors.GameRules{}, Timing: o.timing, Logger: log, Metrics: grainMetrics,

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/matchgrain/matchgrain/persistence"
+)
+
+// groupCommitter is a store with a group-commit writer (the PostgreSQL store).
+type groupCommitter interface {
+	GroupCommitStats() persistence.GroupCommitStats
+}
+
+// registerStoreMetrics exports the group-commit writer's counters, so that an
+// operator can read the mean batch (appends ÷ batches) and see whether the
+// store or the node limits throughput. The families exist for every store, so
+// dashboards need no case for the embedded one, whose counters stay zero.
+func registerStoreMetrics(reg prometheus.Registerer, store persistence.Store) error {
+	stats := func() persistence.GroupCommitStats {
+		if g, ok := store.(groupCommitter); ok {
+			return g.GroupCommitStats()
+		}
+		return persistence.GroupCommitStats{}
+	}
+	for _, c := range []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "matchgrain_store_append_batches_total",
+			Help: "Statements the PostgreSQL group-commit writer sent, a lone append counting as one.",
+		}, func() float64 { return float64(stats().Batches) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "matchgrain_store_batched_appends_total",
+			Help: "Appends the group-commit writer's statements carried; divided by the batches, the mean batch.",
+		}, func() float64 { return float64(stats().Appends) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "matchgrain_store_batch_retries_total",
+			Help: "Batches PostgreSQL refused as a whole, retried one append at a time.",
+		}, func() float64 { return float64(stats().Retries) }),
+	} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("register store metrics: %w", err)
+		}
+	}
+	return nil
+}
