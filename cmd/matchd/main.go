@@ -303,7 +303,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	if g := newProcGovernor(o.procGovernor, log); g != nil {
 		pctx, stopGovernor := context.WithCancel(ctx)
 		defer stopGovernor()
-		go g.run(pctx, time.Second)
+		go g.run(pctx, procSample)
 	}
 	store, err := openStore(ctx, o, log)
 	if err != nil {

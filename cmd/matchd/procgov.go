@@ -27,13 +27,17 @@ import (
 // node shares with PostgreSQL that spinning also takes CPU from the
 // database. But one processor is a queue: once it is busy most of the
 // time, runnable goroutines wait for it, so the governor returns to the
-// default width at once when the node uses raiseAt of a core, and only
-// narrows again after quietAfter samples in a row below lowerAt cores at
-// full width (the spinning makes full width cost more than one processor
+// default width at once when the node uses raiseAt of a core (sampled
+// every quarter of a second while narrow), and only narrows again after
+// quietAfter whole seconds in a row below lowerAt cores at full width (the spinning makes full width cost more than one processor
 // for the same work, which is why lowerAt is below raiseAt).
 //
-// It is opt-in (--proc-governor): whether it costs peak throughput in a
-// closed loop was not settled by the runs so far (docs/performance.md).
+// It is opt-in (--proc-governor): its closed loop costs nothing (it stays
+// at full width there), but on a machine whose cores are saturated by the
+// node and its neighbours one processor adds queueing to each intent's
+// hand-offs, and the open loop's p50 and p99 came out somewhat higher with
+// it (docs/performance.md). Nodes that share a small machine and are
+// billed for CPU are the ones to turn it on for.
 // It lives in the binary, like gcGovernor and for the same reason: only
 // the program may set the process's GOMAXPROCS.
 type procGovernor struct {
@@ -45,9 +49,11 @@ type procGovernor struct {
 	setProcs func(n int)          // 1: one processor; 0: back to the runtime's default
 	log      *slog.Logger
 
-	lastCPU   time.Duration
+	lastCPU   time.Duration // at the last sample
 	lastAt    time.Time
-	quietRuns int
+	secCPU    time.Duration // at the start of the current whole second at full width
+	secAt     time.Time
+	quietRuns int  // whole seconds in a row under lowerAt at full width
 	narrow    bool // running on one processor
 }
 
@@ -55,10 +61,16 @@ type procGovernor struct {
 // of a core at full width on the measuring machine and stays on one
 // processor; the closed loop of 100 matches uses about 0.6 of a core on
 // one processor (0.75 at full width) and stays where it is.
+//
+// procSample is how often the governor looks while on one processor: a
+// surge gets the default width back within a quarter of a second, not a
+// whole one. Narrowing still waits for procQuietAfter whole seconds, each
+// averaged over its samples, so that one light quarter does not count.
 const (
 	procRaiseAt    = 0.8
 	procLowerAt    = 0.7
 	procQuietAfter = 5
+	procSample     = 250 * time.Millisecond
 )
 
 // newProcGovernor returns a governor, or nil when it is off: turned off by
@@ -102,11 +114,14 @@ func (g *procGovernor) run(ctx context.Context, interval time.Duration) {
 	g.widen(0)
 }
 
-// step takes one sample of the node's CPU use and sets the width from it.
+// step takes one sample of the node's CPU use and sets the width from it:
+// on one processor every sample may widen; at full width only whole
+// seconds count towards narrowing.
 func (g *procGovernor) step(now time.Time) {
 	cpu := g.readCPU()
 	if g.lastAt.IsZero() {
 		g.lastCPU, g.lastAt = cpu, now
+		g.secCPU, g.secAt = cpu, now
 		return
 	}
 	secs := now.Sub(g.lastAt).Seconds()
@@ -118,9 +133,16 @@ func (g *procGovernor) step(now time.Time) {
 	if g.narrow {
 		if cores >= g.raiseAt {
 			g.widen(cores)
+			g.secCPU, g.secAt = cpu, now
 		}
 		return
 	}
+	span := now.Sub(g.secAt)
+	if span < time.Second {
+		return
+	}
+	cores = (cpu - g.secCPU).Seconds() / span.Seconds()
+	g.secCPU, g.secAt = cpu, now
 	if cores >= g.lowerAt {
 		g.quietRuns = 0
 		return

@@ -75,6 +75,61 @@ func TestProcGovernor(t *testing.T) {
 	}
 }
 
+// TestProcGovernorQuarters drives the governor at its real sampling
+// period: at full width only whole seconds count (one busy quarter in a
+// light second does not break the run, and twenty light quarters are five
+// seconds); on one processor a single busy quarter brings the default
+// width back.
+func TestProcGovernorQuarters(t *testing.T) {
+	var cpu time.Duration
+	var set []int
+	g := &procGovernor{
+		raiseAt: 0.8, lowerAt: 0.7, quietAfter: 5,
+		readCPU:  func() time.Duration { return cpu },
+		setProcs: func(n int) { set = append(set, n) },
+		log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	now := time.Unix(1_000_000, 0)
+	quarter := func(cores float64) {
+		cpu += time.Duration(cores * float64(procSample))
+		now = now.Add(procSample)
+		g.step(now)
+	}
+	g.step(now)
+	for i := range 19 {
+		// Every fourth quarter busy, its second still light on average (0.5).
+		c := 0.3
+		if i%4 == 3 {
+			c = 1.1
+		}
+		quarter(c)
+		if len(set) != 0 {
+			t.Fatalf("width set %v after %d light quarters, want nothing before 20", set, i+1)
+		}
+	}
+	quarter(0.3)
+	if len(set) != 1 || set[0] != 1 {
+		t.Fatalf("after five light seconds in quarters: width set %v, want [1]", set)
+	}
+	quarter(0.75)
+	quarter(0.5)
+	if len(set) != 1 {
+		t.Fatalf("width set %v on one processor below raiseAt", set)
+	}
+	quarter(0.9)
+	if len(set) != 2 || set[1] != 0 {
+		t.Fatalf("after one busy quarter on one processor: width set %v, want the default (0) last", set)
+	}
+	// The second after widening starts at the widening: one light second
+	// is not five.
+	for range 4 {
+		quarter(0.2)
+	}
+	if len(set) != 2 {
+		t.Fatalf("narrowed again (%v) one second after widening", set)
+	}
+}
+
 // TestProcGovernorOff: no governor when turned off or GOMAXPROCS is set.
 func TestProcGovernorOff(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
