@@ -468,3 +468,53 @@ func BenchmarkOwnerAddress(b *testing.B) {
 		}
 	}
 }
+
+// TestLocalAttemptTimesOut: a local attempt ends at RequestTimeout even
+// when its timer comes from the pool of earlier attempts' timers (fast
+// requests first put some there). Once the grain answers slower than
+// RequestTimeout, every attempt must give up before its answer, so the
+// request ends unavailable; a timer that did not fire would let the first
+// attempt wait for the slow answer and succeed.
+func TestLocalAttemptTimesOut(t *testing.T) {
+	onActivate = func(string) {}
+	const timeout = 50 * time.Millisecond
+	var delay atomic.Int64 // of the sleepy grain's answers
+	sleepy := pcluster.NewKind("sleepy", actor.PropsFromFunc(func(ctx actor.Context) {
+		if _, ok := ctx.Message().(*envelope.Msg); ok {
+			time.Sleep(time.Duration(delay.Load()))
+			ctx.Respond(envelope.Wrap(&Count{Host: ctx.ActorSystem().Address()}))
+		}
+	}))
+	node, err := cluster.Start(cluster.Config{
+		GossipAddr:     "127.0.0.1:0",
+		RemoteAddr:     "127.0.0.1:0",
+		ClusterName:    "attempt-timeout",
+		Kinds:          []*pcluster.Kind{sleepy},
+		RequestTimeout: timeout,
+		Retry:          cluster.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond},
+		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Kill()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range 50 { // activates the grain, then local attempts that pool their timers
+		if _, err := node.Request(ctx, "s", "sleepy", &Get{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := node.Cluster().PidCache.Get("s", "sleepy"); !ok {
+		t.Fatal("the grain's PID is not cached: the requests did not take the local path")
+	}
+	delay.Store(int64(3 * timeout))
+	short, cancel2 := context.WithTimeout(context.Background(), 5*timeout)
+	defer cancel2()
+	start := time.Now()
+	v, err := node.Request(short, "s", "sleepy", &Get{})
+	if err == nil || !errors.Is(err, cluster.ErrUnavailable) {
+		t.Fatalf("request to a grain slower than RequestTimeout: %#v, %v after %v; want unavailable", v, err, time.Since(start))
+	}
+	delay.Store(0)
+}

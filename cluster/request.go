@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -72,11 +73,7 @@ func (n *Node) Request(ctx context.Context, identity, kind string, msg any) (any
 	if n.stopped.Load() || ctx.Err() != nil {
 		return n.retry(ctx, identity, kind, wire, 0, nil)
 	}
-	owner := n.OwnerAddress(identity, kind)
-	if owner == "" {
-		return n.retry(ctx, identity, kind, wire, 1, errNoOwner)
-	}
-	v, again, err := n.attempt(ctx, identity, kind, owner, wire)
+	v, again, err := n.attempt(ctx, identity, kind, wire)
 	if !again {
 		return v, err
 	}
@@ -103,12 +100,7 @@ func (n *Node) retry(ctx context.Context, identity, kind string, wire any, attem
 			return nil, n.unavailable(identity, kind, attempts, err, lastErr)
 		}
 		attempts++
-		owner := n.OwnerAddress(identity, kind)
-		if owner == "" {
-			lastErr = errNoOwner
-			continue
-		}
-		v, again, err := n.attempt(ctx, identity, kind, owner, wire)
+		v, again, err := n.attempt(ctx, identity, kind, wire)
 		if !again {
 			return v, err
 		}
@@ -123,7 +115,12 @@ func (n *Node) retry(ctx context.Context, identity, kind string, wire any, attem
 // or when the member it went to leaves the topology (its answer would never
 // come; only then is the message re-sent, so healthy members do not see
 // duplicates at every topology change).
-func (n *Node) attempt(ctx context.Context, identity, kind, owner string, wire any) (v any, retry bool, err error) {
+//
+// The attempt goes to the cached PID if there is one, else to the owner
+// by rendezvous hashing, which is computed only then: it hashes the
+// identity once per member and allocates, and nearly every request of a
+// running match hits the cache.
+func (n *Node) attempt(ctx context.Context, identity, kind string, wire any) (v any, retry bool, err error) {
 	timeout := n.cfg.RequestTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl))
@@ -131,15 +128,17 @@ func (n *Node) attempt(ctx context.Context, identity, kind, owner string, wire a
 	if timeout <= 0 {
 		return nil, true, context.DeadlineExceeded
 	}
-	// The attempt goes to the cached PID if there is one, else to the owner.
-	target := owner
 	if pid, ok := n.c.PidCache.Get(identity, kind); ok {
 		if pid.Address == n.system.Address() {
 			return n.attemptLocal(ctx, identity, kind, pid, wire, timeout)
 		}
-		target = pid.Address
+		return n.attemptRemote(ctx, identity, kind, pid.Address, wire, timeout)
 	}
-	return n.attemptRemote(ctx, identity, kind, target, wire, timeout)
+	owner := n.OwnerAddress(identity, kind)
+	if owner == "" {
+		return nil, true, errNoOwner
+	}
+	return n.attemptRemote(ctx, identity, kind, owner, wire, timeout)
 }
 
 // attemptRemote is attempt through protoactor's Request, to target.
@@ -187,8 +186,8 @@ func (n *Node) attemptLocal(ctx context.Context, identity, kind string, pid *act
 	rp := &replyProcess{ch: make(chan any, 1)}
 	self := n.replies.add(rp)
 	defer n.replies.remove(self)
-	t := time.NewTimer(timeout)
-	defer t.Stop()
+	t := getTimer(timeout)
+	defer putTimer(t)
 	lost := n.memberLost()
 	n.system.Root.RequestWithCustomSender(pid, wire, self)
 	for {
@@ -210,6 +209,25 @@ func (n *Node) attemptLocal(ctx context.Context, identity, kind string, pid *act
 			return nil, true, ctx.Err()
 		}
 	}
+}
+
+// attemptTimers recycles the timers of local attempts: one per request
+// of every intent otherwise, a timer and its channel to allocate and
+// collect each time. Since Go 1.23 a stopped timer's channel holds no
+// stale tick, so a timer from the pool fires only for its new Reset.
+var attemptTimers sync.Pool
+
+func getTimer(d time.Duration) *time.Timer {
+	if t, ok := attemptTimers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+func putTimer(t *time.Timer) {
+	t.Stop()
+	attemptTimers.Put(t)
 }
 
 // localFailed drops the cached PID of a local grain that did not answer.
