@@ -146,8 +146,8 @@ run_all() {
 import json, sys
 work, names = sys.argv[1], sys.argv[2:]
 print()
-print("| workload | intents/s | p50 | p90 | p99 | max | skipped ticks | errors | node CPU per intent | node peak RSS | per match (peak − start) |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+print("| workload | intents/s | p50 | p90 | p99 | max | skipped ticks | errors | node CPU per intent | node peak RSS | per match (peak − start) | cores busy (load generator) |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 idle = []
 for n in names:
     try:
@@ -166,7 +166,8 @@ for n in names:
           f"{lat['p99']:.1f} ms | {lat['max']:.0f} ms | {ticks} | {r['errors']} | "
           f"{node.get('cpuMsPerIntent', 0):.3f} ms | {node.get('peakRssBytes', 0)/2**20:.0f} MiB | "
           + (f"{(node.get('peakRssBytes', 0) - node.get('rssBytesAtStart', 0))/r['matches']/1024:.1f} KiB |"
-             if r["mode"] == "open" else "— |"))
+             if r["mode"] == "open" else "— |")
+          + (f" {m['busyCores']:.2f} of {m['cpus']} ({m['loadGeneratorCores']:.2f}) |" if (m := r.get("machine")) else " — |"))
 for r in idle:
     print()
     print(f"idle: {r['connected']:,} of {r['sessions']:,} sessions connected, {r['dropped']} dropped, held {r['heldSeconds']:.0f} s; "

@@ -29,7 +29,10 @@
 // plays many matches at once with quiet bots and reports the intent
 // latency (send to result) at p50, p90, p99 and max, the intents per second
 // and, from the node's /metrics (process_cpu_seconds_total and
-// process_resident_memory_bytes), its CPU seconds and peak RSS.
+// process_resident_memory_bytes), its CPU seconds and peak RSS; on Linux
+// also how many of this machine's cores were busy meanwhile and how many of
+// them the load generator itself used, since on one machine shared with the
+// node latency is mostly waiting for a CPU once every core is busy.
 //
 //	matchctl load ... --matches 1000 --rate 2 --warmup 10s --duration 30s [--json]
 //

@@ -111,6 +111,9 @@ type Report struct {
 	} `json:"latencyMs"`
 	Node       *NodeUsage `json:"node,omitempty"`
 	FirstError string     `json:"firstError,omitempty"`
+	// Machine is this (the load generator's) machine during the window;
+	// absent where it cannot be read.
+	Machine *MachineUsage `json:"machine,omitempty"`
 }
 
 // NodeUsage is what the node's /metrics said about the measured window.
@@ -266,8 +269,10 @@ func runLoad(ctx context.Context, f *loadFlags, stdout, stderr io.Writer) error 
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	measuring := !steady
+	var machine machineWatch
 	if measuring {
 		node.markStart()
+		machine.markStart()
 	}
 	var warmupFailures int
 loop:
@@ -280,6 +285,7 @@ loop:
 			if !measuring && !now.Before(w.start) {
 				measuring = true
 				node.markStart()
+				machine.markStart()
 				mu.Lock()
 				warmupFailures = len(failures)
 				mu.Unlock()
@@ -306,6 +312,7 @@ loop:
 	}
 	node.sample()
 	node.markEnd()
+	machine.markEnd()
 
 	rep := Report{Mode: "closed", Matches: f.matches, MatchesFinished: finished, ConnectionRate: f.connRate}
 	if !steady {
@@ -336,6 +343,7 @@ loop:
 	}
 	mu.Unlock()
 	rep.Node = node.usage(rep.Intents)
+	rep.Machine = machine.usage()
 	if f.jsonOut {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -373,6 +381,10 @@ func printReport(out io.Writer, r *Report, started int64) {
 			n.CPUSeconds, n.CPUMsPerIntent, n.PeakRSSBytes/(1<<20), n.RSSBytesAtStart/(1<<20))
 	} else {
 		fmt.Fprintln(out, "node: CPU and memory unknown (no process metrics at --metrics)")
+	}
+	if m := r.Machine; m != nil {
+		fmt.Fprintf(out, "machine: %.2f of %d cores busy while measuring, %.2f of them this load generator\n",
+			m.BusyCores, m.CPUs, m.LoadGeneratorCores)
 	}
 	if r.FirstError != "" {
 		fmt.Fprintf(out, "first error: %s\n", r.FirstError)

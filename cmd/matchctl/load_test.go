@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -57,6 +58,14 @@ func TestLoadOpenLoop(t *testing.T) {
 	}
 	if r.Errors != 0 || r.Node == nil || r.Node.CPUSeconds < 2 || r.Node.PeakRSSBytes <= r.Node.RSSBytesAtStart {
 		t.Errorf("errors %d, node %+v", r.Errors, r.Node)
+	}
+	if runtime.GOOS == "linux" {
+		// The machine's CPU over the window: this test's own work at least
+		// (the load generator is this process), never more than every core.
+		m := r.Machine
+		if m == nil || m.CPUs < 1 || m.LoadGeneratorCores <= 0 || m.BusyCores <= 0 || m.BusyCores > float64(m.CPUs)+0.05 {
+			t.Errorf("machine usage %+v", m)
+		}
 	}
 	if !strings.Contains(errOut, "measuring matches running 3") {
 		t.Errorf("no progress line:\n%s", errOut)
