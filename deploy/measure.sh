@@ -24,7 +24,9 @@
 #   MEASURE_PROFILE    directory: also take a 20 s CPU profile, a heap
 #                      profile and a goroutine count of the node during each
 #                      workload (pprof through --debug-listen) and its
-#                      runtime.MemStats, with the matchd binary next to them
+#                      runtime.MemStats, with the matchd binary next to them,
+#                      and a CPU profile of the load generator's whole run
+#                      (WORKLOAD.loadgen.cpu.pprof, read with its matchctl)
 #   MEASURE_MATCHD     a matchd binary to measure instead of this tree's (an
 #                      older build, for before/after with the same load tool)
 #   DATABASE_URL       use this PostgreSQL instead of a throwaway one
@@ -56,7 +58,7 @@ run_all() {
 	local warmup=${MEASURE_WARMUP:-20s} dur=${MEASURE_DURATION:-30s} rate=${MEASURE_RATE:-2}
 	local idle=${MEASURE_IDLE:-10000} hold=${MEASURE_IDLE_HOLD:-30s} prof=${MEASURE_PROFILE:-}
 	local token=measure-token
-	[[ -n "$prof" ]] && mkdir -p "$prof" && cp "$work/matchd" "$prof/matchd"
+	[[ -n "$prof" ]] && mkdir -p "$prof" && cp "$work/matchd" "$prof/matchd" && cp "$work/matchctl" "$prof/matchctl"
 	free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 	# The load generator is one address and opens thousands of connections
 	# at once: lift the connection, per-address and handshake limits for it. The idle workload's matches never see a
@@ -105,15 +107,17 @@ run_all() {
 		closed*) start_node "m_$w" --intents-per-second 100000 --intent-burst 100000 ;;
 		*) start_node "m_$w" ;;
 		esac
+		local loadprof=()
+		[[ -n "$prof" ]] && loadprof=(--cpu-profile "$prof/$w.loadgen.cpu.pprof")
 		case "$w" in
 		closed*)
 			profile "$w" $(($(secs "$wu") + 5))
 			"$work/matchctl" load --server "$server" --token "$token" --matches "$n" --connection-rate 0 \
-				--warmup "$wu" --duration "$dur" --json >"$work/$w.json" || true ;;
+				--warmup "$wu" --duration "$dur" --json "${loadprof[@]}" >"$work/$w.json" || true ;;
 		open*)
 			profile "$w" $(($(secs "$wu") + 5))
 			"$work/matchctl" load --server "$server" --token "$token" --matches "$n" --rate "$rate" \
-				--warmup "$wu" --duration "$dur" --json >"$work/$w.json" || true ;;
+				--warmup "$wu" --duration "$dur" --json "${loadprof[@]}" >"$work/$w.json" || true ;;
 		idle*)
 			"$work/matchctl" load --server "$server" --token "$token" --idle "$idle" --idle-hold "$hold" \
 				--json >"$work/$w.json" &

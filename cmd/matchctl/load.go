@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,6 +34,7 @@ type loadFlags struct {
 	metricsURL    string
 	idle          int
 	idleHold      time.Duration
+	cpuProfile    string
 }
 
 func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -50,6 +53,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&f.metricsURL, "metrics", "", "the node's Prometheus endpoint for CPU and memory (default: --server + /metrics; \"off\": none)")
 	fs.IntVar(&f.idle, "idle", 0, "hold this many connected, silent sessions (two per match) and report memory per connection")
 	fs.DurationVar(&f.idleHold, "idle-hold", 30*time.Second, "with --idle: how long to hold the sessions once all are connected")
+	fs.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile (pprof) of this load generator over the whole run to this file: is the load tool what the machine spends its cores on?")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -78,10 +82,33 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if f.metricsURL == "" {
 		f.metricsURL = strings.TrimSuffix(f.server, "/") + "/metrics"
 	}
+	if f.cpuProfile != "" {
+		stop, err := startCPUProfile(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if f.idle > 0 {
 		return runIdle(ctx, &f, stdout, stderr)
 	}
 	return runLoad(ctx, &f, stdout, stderr)
+}
+
+// startCPUProfile profiles this process into path until stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	out, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		out.Close()
+	}, nil
 }
 
 // startAtOnce bounds the matches being created and connected at once.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -33,10 +35,16 @@ func processMetrics(t *testing.T) (*httptest.Server, *atomic.Int64) {
 func TestLoadOpenLoop(t *testing.T) {
 	srv := startServer(t)
 	metrics, _ := processMetrics(t)
+	profile := filepath.Join(t.TempDir(), "loadgen.pprof")
 	code, out, errOut := runCmd(t, "load", "--server", srv.HTTPURL, "--token", edgetest.AdminToken,
-		"--matches", "3", "--rate", "5", "--warmup", "1s", "--duration", "3s", "--json", "--metrics", metrics.URL)
+		"--matches", "3", "--rate", "5", "--warmup", "1s", "--duration", "3s", "--json", "--metrics", metrics.URL,
+		"--cpu-profile", profile)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	// pprof's format is gzipped protobuf.
+	if b, err := os.ReadFile(profile); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("--cpu-profile wrote %d bytes (%v), want a gzipped pprof profile", len(b), err)
 	}
 	var r Report
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
