@@ -15,7 +15,6 @@ import (
 // machineWatch takes the machine's and this process's CPU counters at the
 // start and the end of the measured window.
 type machineWatch struct {
-	ok                bool
 	cpus              int
 	busy0, total0     uint64 // /proc/stat jiffies
 	self0             time.Duration
@@ -41,8 +40,7 @@ func (m *machineWatch) markEnd() {
 	m.self1, m.at1, m.finished = selfCPU(), time.Now(), err == nil
 }
 
-// usage is nil where /proc/stat could not be read (not Linux) or the window
-// is empty.
+// usage is nil where /proc/stat could not be read or the window is empty.
 func (m *machineWatch) usage() *MachineUsage {
 	if !m.started || !m.finished || m.total1 <= m.total0 {
 		return nil

@@ -88,7 +88,7 @@ func (g *gcGovernor) run(ctx context.Context, interval time.Duration) {
 }
 
 // everyUntil calls step now and at every tick of interval until ctx ends:
-// the loop of both governors, which sample the process once a second.
+// the sampling loop of both governors.
 func everyUntil(ctx context.Context, interval time.Duration, step func(now time.Time)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()

@@ -8,8 +8,8 @@ import (
 	"github.com/matchgrain/matchgrain/persistence"
 )
 
-// groupCommitter is a store with a group-commit writer (the PostgreSQL store).
-type groupCommitter interface {
+// groupCommitStore is a store with a group-commit writer (the PostgreSQL store).
+type groupCommitStore interface {
 	GroupCommitStats() persistence.GroupCommitStats
 }
 
@@ -18,11 +18,9 @@ type groupCommitter interface {
 // store or the node limits throughput. The families exist for every store, so
 // dashboards need no case for the embedded one, whose counters stay zero.
 func registerStoreMetrics(reg prometheus.Registerer, store persistence.Store) error {
-	stats := func() persistence.GroupCommitStats {
-		if g, ok := store.(groupCommitter); ok {
-			return g.GroupCommitStats()
-		}
-		return persistence.GroupCommitStats{}
+	stats := func() persistence.GroupCommitStats { return persistence.GroupCommitStats{} }
+	if g, ok := store.(groupCommitStore); ok {
+		stats = g.GroupCommitStats
 	}
 	for _, c := range []prometheus.Collector{
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
