@@ -1,11 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 )
@@ -32,6 +34,15 @@ func scriptedGovernor() (g *procGovernor, set *[]int, advance func(d time.Durati
 	}
 }
 
+// wantWidths fails the test unless the governor has set exactly want, in
+// order (1: one processor, 0: the default), saying when.
+func wantWidths(t *testing.T, set []int, when string, want ...int) {
+	t.Helper()
+	if !slices.Equal(set, want) {
+		t.Fatalf("%s: widths set %v, want %v", when, set, want)
+	}
+}
+
 // TestProcGovernor drives the governor with a made-up CPU history: one
 // processor only after five light seconds in a row at full width, the
 // default back at the first second that uses raiseAt of a core, and
@@ -42,46 +53,36 @@ func TestProcGovernor(t *testing.T) {
 	second := func(cores float64) { advance(time.Second, cores) }
 	for i := range 4 {
 		second(0.5)
-		if len(*set) != 0 {
-			t.Fatalf("width set %v after %d light seconds, want nothing before 5", set, i+1)
-		}
+		wantWidths(t, *set, fmt.Sprintf("after %d light seconds", i+1))
 	}
 	second(0.75) // in the band at full width: starts the count over
 	for range 4 {
 		second(0.5)
 	}
-	if len(*set) != 0 {
-		t.Fatalf("width set %v although a second at 0.75 cores broke the run", *set)
-	}
+	wantWidths(t, *set, "a second at 0.75 cores broke the run")
 	second(0.5)
-	if len(*set) != 1 || (*set)[0] != 1 || !g.narrow {
-		t.Fatalf("after 5 light seconds: width set %v, want [1]", *set)
+	wantWidths(t, *set, "after 5 light seconds", 1)
+	if !g.narrow {
+		t.Fatal("on one processor but not narrow")
 	}
 	second(0.75) // in the band on one processor: stays narrow
 	second(0.1)
-	if len(*set) != 1 {
-		t.Fatalf("width set %v while on one processor below raiseAt", *set)
-	}
+	wantWidths(t, *set, "on one processor below raiseAt", 1)
 	second(0.85)
-	if len(*set) != 2 || (*set)[1] != 0 || g.narrow {
-		t.Fatalf("after a second at 0.85 cores: width set %v, want the default (0) last", *set)
+	wantWidths(t, *set, "after a second at 0.85 cores", 1, 0)
+	if g.narrow {
+		t.Fatal("back at the default width but still narrow")
 	}
 	// Widened: light again, and five seconds are needed again.
 	for range 4 {
 		second(0.2)
 	}
-	if len(*set) != 2 {
-		t.Fatalf("narrowed again (%v) before five light seconds at full width", *set)
-	}
+	wantWidths(t, *set, "four light seconds at full width", 1, 0)
 	second(0.2)
-	if len(*set) != 3 || (*set)[2] != 1 {
-		t.Fatalf("width set %v, want one processor again", *set)
-	}
+	wantWidths(t, *set, "five light seconds at full width", 1, 0, 1)
 	// A stalled clock (two samples at the same instant) changes nothing.
 	advance(0, 0)
-	if len(*set) != 3 {
-		t.Fatalf("a zero-length sample changed the width: %v", *set)
-	}
+	wantWidths(t, *set, "a zero-length sample", 1, 0, 1)
 }
 
 // TestProcGovernorQuarters drives the governor at its real sampling
@@ -99,31 +100,21 @@ func TestProcGovernorQuarters(t *testing.T) {
 			c = 1.1
 		}
 		quarter(c)
-		if len(*set) != 0 {
-			t.Fatalf("width set %v after %d light quarters, want nothing before 20", set, i+1)
-		}
+		wantWidths(t, *set, fmt.Sprintf("after %d light quarters", i+1))
 	}
 	quarter(0.3)
-	if len(*set) != 1 || (*set)[0] != 1 {
-		t.Fatalf("after five light seconds in quarters: width set %v, want [1]", *set)
-	}
+	wantWidths(t, *set, "after five light seconds in quarters", 1)
 	quarter(0.75)
 	quarter(0.5)
-	if len(*set) != 1 {
-		t.Fatalf("width set %v on one processor below raiseAt", *set)
-	}
+	wantWidths(t, *set, "quarters on one processor below raiseAt", 1)
 	quarter(0.9)
-	if len(*set) != 2 || (*set)[1] != 0 {
-		t.Fatalf("after one busy quarter on one processor: width set %v, want the default (0) last", *set)
-	}
+	wantWidths(t, *set, "after one busy quarter on one processor", 1, 0)
 	// The second after widening starts at the widening: one light second
 	// is not five.
 	for range 4 {
 		quarter(0.2)
 	}
-	if len(*set) != 2 {
-		t.Fatalf("narrowed again (%v) one second after widening", *set)
-	}
+	wantWidths(t, *set, "one light second after widening", 1, 0)
 }
 
 // TestProcGovernorOff: no governor when turned off or GOMAXPROCS is set.
