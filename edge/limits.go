@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/matchgrain/matchgrain/internal/sockio"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -168,7 +169,7 @@ func (l *limitedListener) Accept() (net.Conn, error) {
 			l.srv.refuse(c, r, l.isTCP)
 			continue
 		}
-		lc := &limitedConn{Conn: c, lim: l.srv.limits, key: key}
+		lc := &limitedConn{Conn: sockio.Wrap(c), lim: l.srv.limits, key: key}
 		lc.handshaking.Store(true)
 		return lc, nil
 	}

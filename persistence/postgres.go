@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/matchgrain/matchgrain/internal/sockio"
 )
 
 // PostgresStore is the Store for production: matches in PostgreSQL, shared
@@ -104,6 +106,15 @@ func OpenPostgres(ctx context.Context, url string, opts ...PostgresOption) (*Pos
 	}
 	if o.maxConns > 0 {
 		cfg.MaxConns = o.maxConns
+	}
+	// The store's sockets read and write like the edge's (package sockio).
+	dial := cfg.ConnConfig.DialFunc
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return sockio.Wrap(c), nil
 	}
 	if o.group == nil && !o.noGroup && cfg.MaxConns >= 2 {
 		o.group = &GroupCommitConfig{}

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/matchgrain/matchgrain/internal/sockio"
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/persistence/pgtest"
 	"github.com/matchgrain/matchgrain/persistence/storetest"
@@ -587,4 +589,22 @@ func TestPGAppendStatementLost(t *testing.T) {
 			t.Fatalf("retries %d, want %d: the statement was not prepared again", got, retries+1)
 		}
 	})
+}
+
+// TestPGConnsAreRaw: the store's connections to PostgreSQL read and write
+// through package sockio on Linux, as the edge's client connections do
+// (docs/performance.md says what that saves).
+func TestPGConnsAreRaw(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := s.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	if got, want := sockio.Raw(c.Conn().PgConn().Conn()), runtime.GOOS == "linux"; got != want {
+		t.Fatalf("store connection raw: %v, want %v on %s", got, want, runtime.GOOS)
+	}
 }

@@ -1,0 +1,32 @@
+// Package sockio reads and writes the node's sockets (client connections and
+// PostgreSQL's) in system calls that bypass the Go scheduler's bookkeeping.
+//
+// A socket owned by Go's network poller is non-blocking: a read or write
+// returns at once, with data or with EAGAIN. The standard library still
+// makes each such call through syscall.Syscall, which tells the scheduler
+// that the goroutine may block. That is cheap in Go, but it wakes the
+// runtime's monitor thread (sysmon) whenever the monitor sleeps because the
+// process was idle, and then the monitor polls every 20 µs for a while to
+// take processors back from calls that might block. A node that serves many
+// light matches goes idle and wakes thousands of times a second, so on a
+// small machine that monitor was one thread in seven of the node's CPU time,
+// for calls that never block. Wrap makes the same reads and writes with
+// syscall.RawSyscall inside the connection's syscall.RawConn: the poller
+// still parks the goroutine on EAGAIN and honours deadlines, closes and
+// errors exactly as for the standard connection.
+package sockio
+
+import "net"
+
+// Wrap returns c with its Read and Write made as raw system calls, where the
+// platform supports it (Linux) and c is a socket of the standard library's;
+// otherwise it returns c itself. Every other method is c's.
+func Wrap(c net.Conn) net.Conn {
+	return wrap(c)
+}
+
+// Raw reports whether c is a connection returned by Wrap that reads and
+// writes through raw system calls.
+func Raw(c net.Conn) bool {
+	return isRaw(c)
+}
