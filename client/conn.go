@@ -14,6 +14,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/matchgrain/matchgrain/internal/sockio"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -124,7 +125,8 @@ func Dial(ctx context.Context, addr string, opts DialOptions) (*Conn, error) {
 		if opts.Origin != "" {
 			header = http.Header{"Origin": []string{opts.Origin}}
 		}
-		d := websocket.Dialer{HandshakeTimeout: opts.DialTimeout, ReadBufferSize: 4 << 10, WriteBufferSize: 4 << 10}
+		d := websocket.Dialer{HandshakeTimeout: opts.DialTimeout, ReadBufferSize: 4 << 10, WriteBufferSize: 4 << 10,
+			NetDialContext: dialTCP}
 		ws, resp, err := d.DialContext(ctx, u.String(), header)
 		if resp != nil && resp.Body != nil {
 			resp.Body.Close()
@@ -138,8 +140,7 @@ func Dial(ctx context.Context, addr string, opts DialOptions) (*Conn, error) {
 		ws.SetReadLimit(protocol.MaxFrameBytes)
 		return &Conn{ws: ws, writeTimeout: opts.WriteTimeout}, nil
 	case "tcp":
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "tcp", u.Host)
+		c, err := dialTCP(ctx, "tcp", u.Host)
 		if err != nil {
 			return nil, fmt.Errorf("client: dial tcp %s: %w", u.Host, err)
 		}
@@ -147,6 +148,18 @@ func Dial(ctx context.Context, addr string, opts DialOptions) (*Conn, error) {
 	default:
 		return nil, fmt.Errorf("client: address %q: scheme must be ws, wss or tcp", addr)
 	}
+}
+
+// dialTCP connects a socket that reads and writes as the server's do
+// (package sockio): a bot or load generator holding thousands of quiet
+// connections pays the same runtime bookkeeping per call as a node would.
+func dialTCP(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return sockio.Wrap(c), nil
 }
 
 // Transport returns "ws" or "tcp".
