@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -13,7 +14,19 @@ import (
 // Close, CloseWrite).
 type conn struct {
 	net.Conn
-	raw syscall.RawConn
+	raw    syscall.RawConn
+	rd, wr rawCall
+}
+
+// rawCall is the state of one direction's call, kept with the connection so
+// that a Read or Write allocates nothing: a closure handed to
+// syscall.RawConn escapes, with the variables it captures.
+type rawCall struct {
+	mu    sync.Mutex // one call at a time, as the standard connection's own lock allows
+	p     []byte
+	n     int
+	errno syscall.Errno
+	fn    func(fd uintptr) bool // read or write, bound once
 }
 
 func wrap(c net.Conn) net.Conn {
@@ -25,7 +38,10 @@ func wrap(c net.Conn) net.Conn {
 	if err != nil {
 		return c
 	}
-	return &conn{Conn: c, raw: raw}
+	rc := &conn{Conn: c, raw: raw}
+	rc.rd.fn = rc.rd.read
+	rc.wr.fn = rc.wr.write
+	return rc
 }
 
 func isRaw(c net.Conn) bool {
@@ -39,21 +55,7 @@ func (c *conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n int
-	var errno syscall.Errno
-	err := c.raw.Read(func(fd uintptr) bool {
-		for {
-			r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-			switch e {
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false
-			}
-			n, errno = int(r), e
-			return true
-		}
-	})
+	n, errno, err := c.rd.do(c.raw.Read, p)
 	switch {
 	case err != nil:
 		return 0, renameOp(err, "read")
@@ -68,24 +70,10 @@ func (c *conn) Read(p []byte) (int, error) {
 // Write writes all of p, waiting in the network poller (within the write
 // deadline) while the socket's buffer is full.
 func (c *conn) Write(p []byte) (int, error) {
-	var n int
-	var errno syscall.Errno
-	err := c.raw.Write(func(fd uintptr) bool {
-		for n < len(p) {
-			r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[n])), uintptr(len(p)-n))
-			switch e {
-			case 0:
-				n += int(r)
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return false
-			default:
-				errno = e
-				return true
-			}
-		}
-		return true
-	})
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, errno, err := c.wr.do(c.raw.Write, p)
 	switch {
 	case err != nil:
 		return n, renameOp(err, "write")
@@ -93,6 +81,52 @@ func (c *conn) Write(p []byte) (int, error) {
 		return n, c.opError("write", errno)
 	}
 	return n, nil
+}
+
+// do runs the call through rawIO (the RawConn's Read or Write) on p and
+// returns the bytes moved, the system call's error and the poller's.
+func (o *rawCall) do(rawIO func(func(uintptr) bool) error, p []byte) (int, syscall.Errno, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.p, o.n, o.errno = p, 0, 0
+	err := rawIO(o.fn)
+	o.p = nil // the caller's buffer is not ours to keep alive
+	return o.n, o.errno, err
+}
+
+// read is one attempt to read into o.p; false asks the poller to wait for
+// the socket to become readable.
+func (o *rawCall) read(fd uintptr) bool {
+	for {
+		r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&o.p[0])), uintptr(len(o.p)))
+		switch e {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		}
+		o.n, o.errno = int(r), e
+		return true
+	}
+}
+
+// write writes what is left of o.p; false asks the poller to wait for
+// room in the socket's buffer.
+func (o *rawCall) write(fd uintptr) bool {
+	for o.n < len(o.p) {
+		r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&o.p[o.n])), uintptr(len(o.p)-o.n))
+		switch e {
+		case 0:
+			o.n += int(r)
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			o.errno = e
+			return true
+		}
+	}
+	return true
 }
 
 // CloseWrite half-closes the socket, as the standard TCP connection does.

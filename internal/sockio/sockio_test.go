@@ -256,6 +256,33 @@ func TestEmptyReadAndWrite(t *testing.T) {
 	})
 }
 
+// TestNoAllocations: a Read or Write of the wrapped connection allocates
+// nothing (the issue's "no allocation per frame" on the write path).
+func TestNoAllocations(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("wrapping is Linux only")
+	}
+	c, peer := pair(t, true)
+	buf, back := make([]byte, 512), make([]byte, 512)
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := c.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(peer, back); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := peer.Write(back); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per round trip, want 0", allocs)
+	}
+}
+
 // BenchmarkPingPong sends one small frame each way per iteration between two
 // goroutines over loopback, as a node answers an intent: the standard
 // connection against the wrapped one (`go test -run '^$' -bench PingPong
