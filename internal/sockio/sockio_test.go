@@ -45,15 +45,19 @@ func pair(t testing.TB, wrapped bool) (client, server net.Conn) {
 	return client, server
 }
 
+// variant names a subtest or sub-benchmark by the connection it uses.
+func variant(wrapped bool) string {
+	if wrapped {
+		return "wrapped"
+	}
+	return "standard"
+}
+
 // both runs f against a standard connection and a wrapped one, so that every
 // behaviour below is checked to be the standard one's too.
 func both(t *testing.T, f func(t *testing.T, c, peer net.Conn)) {
 	for _, wrapped := range []bool{false, true} {
-		name := "standard"
-		if wrapped {
-			name = "wrapped"
-		}
-		t.Run(name, func(t *testing.T) {
+		t.Run(variant(wrapped), func(t *testing.T) {
 			c, peer := pair(t, wrapped)
 			f(t, c, peer)
 		})
@@ -300,11 +304,7 @@ func BenchmarkPingPong(b *testing.B) {
 // the runtime's bookkeeping of system calls costs most.
 func pingPong(b *testing.B, gap time.Duration) {
 	for _, wrapped := range []bool{false, true} {
-		name := "standard"
-		if wrapped {
-			name = "wrapped"
-		}
-		b.Run(name, func(b *testing.B) {
+		b.Run(variant(wrapped), func(b *testing.B) {
 			c, peer := pair(b, wrapped)
 			if wrapped {
 				peer = Wrap(peer)
