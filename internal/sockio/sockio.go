@@ -1,5 +1,6 @@
-// Package sockio reads and writes the node's sockets (client connections and
-// PostgreSQL's) in system calls that bypass the Go scheduler's bookkeeping.
+// Package sockio reads and writes sockets (the edge's client connections, the
+// store's PostgreSQL connections, the Go client's) in system calls that
+// bypass the Go scheduler's bookkeeping.
 //
 // A socket owned by Go's network poller is non-blocking: a read or write
 // returns at once, with data or with EAGAIN. The standard library still
@@ -9,8 +10,8 @@
 // process was idle, and then the monitor polls every 20 µs for a while to
 // take processors back from calls that might block. A node that serves many
 // light matches goes idle and wakes thousands of times a second, so on a
-// small machine that monitor was one thread in seven of the node's CPU time,
-// for calls that never block. Wrap makes the same reads and writes with
+// small machine the monitor used a seventh of the node's CPU time, for
+// calls that never block (docs/performance.md has the measurements). Wrap makes the same reads and writes with
 // syscall.RawSyscall inside the connection's syscall.RawConn: the poller
 // still parks the goroutine on EAGAIN and honours deadlines, closes and
 // errors exactly as for the standard connection.
