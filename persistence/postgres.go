@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/matchgrain/matchgrain/internal/sockio"
 )
 
@@ -108,14 +108,7 @@ func OpenPostgres(ctx context.Context, url string, opts ...PostgresOption) (*Pos
 		cfg.MaxConns = o.maxConns
 	}
 	// The store's sockets read and write like the edge's (package sockio).
-	dial := cfg.ConnConfig.DialFunc
-	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return sockio.Wrap(c), nil
-	}
+	cfg.ConnConfig.DialFunc = sockio.WrapDial(cfg.ConnConfig.DialFunc)
 	if o.group == nil && !o.noGroup && cfg.MaxConns >= 2 {
 		o.group = &GroupCommitConfig{}
 	}

@@ -11,19 +11,39 @@
 // take processors back from calls that might block. A node that serves many
 // light matches goes idle and wakes thousands of times a second, so on a
 // small machine the monitor used a seventh of the node's CPU time, for
-// calls that never block (docs/performance.md has the measurements). Wrap makes the same reads and writes with
-// syscall.RawSyscall inside the connection's syscall.RawConn: the poller
-// still parks the goroutine on EAGAIN and honours deadlines, closes and
-// errors exactly as for the standard connection.
+// calls that never block (docs/performance.md has the measurements).
+//
+// Wrap makes the same reads and writes with syscall.RawSyscall inside the
+// connection's syscall.RawConn: the poller still parks the goroutine on
+// EAGAIN and honours deadlines, closes and errors exactly as for the
+// standard connection.
 package sockio
 
-import "net"
+import (
+	"context"
+	"net"
+)
 
 // Wrap returns c with its Read and Write made as raw system calls, where the
 // platform supports it (Linux) and c is a socket of the standard library's;
 // otherwise it returns c itself. Every other method is c's.
 func Wrap(c net.Conn) net.Conn {
 	return wrap(c)
+}
+
+// DialFunc is the shape of net.Dialer.DialContext, of pgx's and of
+// gorilla/websocket's dial hooks.
+type DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// WrapDial returns dial with every connection it makes passed through Wrap.
+func WrapDial(dial DialFunc) DialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return Wrap(c), nil
+	}
 }
 
 // Raw reports whether c is a connection returned by Wrap that reads and

@@ -2,6 +2,7 @@ package sockio
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -347,4 +348,31 @@ func processCPU(b *testing.B) int64 {
 		b.Fatalf("getrusage: %v", err)
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+func TestWrapDial(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	dial := WrapDial((&net.Dialer{}).DialContext)
+	c, err := dial(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got, want := Raw(c), runtime.GOOS == "linux"; got != want {
+		t.Fatalf("dialed connection raw: %v, want %v on %s", got, want, runtime.GOOS)
+	}
+	refused := errors.New("refused by the test")
+	c, err = WrapDial(func(context.Context, string, string) (net.Conn, error) { return nil, refused })(context.Background(), "tcp", "x")
+	if c != nil || !errors.Is(err, refused) {
+		t.Fatalf("failed dial = %v, %v; want nil and the dialer's error", c, err)
+	}
 }
