@@ -111,8 +111,11 @@ type grain struct {
 	engine  Engine
 	logSeq  int64
 	sinceSS int
-	clock   decisionClock
-	absent  absence
+	// checkpointDue: persist found a snapshot (and, once the match is
+	// over, its finished mark) due; checkpoint writes them after the reply.
+	checkpointDue bool
+	clock         decisionClock
+	absent        absence
 	// journal holds accepted intents by seat and id (durable via the log).
 	journal intentJournal
 	// rejected remembers rejections so a re-sent id answers the same way;
@@ -161,6 +164,7 @@ func (g *grain) Receive(ctx actor.Context) {
 	case *envelope.Msg:
 		g.onMessage(ctx, m)
 	}
+	g.checkpoint(ctx)
 }
 
 func (g *grain) now() int64 { return g.deps.Now().UnixMilli() }
@@ -450,22 +454,37 @@ func (g *grain) persist(ctx actor.Context, e logEntry, evs []protocol.EventEnvel
 	g.keepEvents(evs)
 	g.sinceSS++
 	if g.sinceSS >= g.deps.Timing.SnapshotEvery || g.engine.IsFinished() {
-		g.snapshot(ctx)
-		if g.state != stateRunning {
-			return false
-		}
-	}
-	if g.engine.IsFinished() {
-		sctx, cancel := g.storeCtx()
-		defer cancel()
-		err := g.deps.Store.MarkFinished(sctx, g.id, g.epoch)
-		g.deps.Metrics.observeFenced(err)
-		if err != nil && !errors.Is(err, persistence.ErrFenced) {
-			g.log.Warn("mark finished", "err", err)
-		}
-		ctx.SetReceiveTimeout(g.deps.Timing.IdleStop)
+		g.checkpointDue = true
 	}
 	return true
+}
+
+// checkpoint writes the snapshot and the finished mark that persist found
+// due. Receive calls it once the message is fully handled, so the result,
+// the events and the reply are already on their way: neither write is part
+// of any acknowledgement (the appended entry is what makes an intent
+// durable; a snapshot only shortens the next recovery, and an unmarked
+// finished match is reclaimed, replayed and marked by its next activation),
+// so a player should not wait for them. Every 32nd intent used to pay a
+// second round trip to PostgreSQL, and the match's last one two more, before
+// its result left.
+func (g *grain) checkpoint(ctx actor.Context) {
+	if !g.checkpointDue || g.state != stateRunning {
+		return
+	}
+	g.checkpointDue = false
+	g.snapshot(ctx)
+	if g.state != stateRunning || !g.engine.IsFinished() {
+		return
+	}
+	sctx, cancel := g.storeCtx()
+	defer cancel()
+	err := g.deps.Store.MarkFinished(sctx, g.id, g.epoch)
+	g.deps.Metrics.observeFenced(err)
+	if err != nil && !errors.Is(err, persistence.ErrFenced) {
+		g.log.Warn("mark finished", "err", err)
+	}
+	ctx.SetReceiveTimeout(g.deps.Timing.IdleStop)
 }
 
 func (g *grain) snapshot(ctx actor.Context) {

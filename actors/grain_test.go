@@ -78,7 +78,9 @@ func startTestNodeOn(t *testing.T, timing Timing, inner persistence.Store) *test
 	return startTestNodeRules(t, timing, inner, toyRules{})
 }
 
-func startTestNodeRules(t *testing.T, timing Timing, inner persistence.Store, rules Rules) *testNode {
+// startTestNodeRules starts a node with rules; tune, if given, adjusts the
+// grains' dependencies before the kind is made.
+func startTestNodeRules(t *testing.T, timing Timing, inner persistence.Store, rules Rules, tune ...func(*GrainDeps)) *testNode {
 	t.Helper()
 	var err error
 	store := persistence.NewFaultyStore(inner)
@@ -92,11 +94,15 @@ func startTestNodeRules(t *testing.T, timing Timing, inner persistence.Store, ru
 		t.Fatal(err)
 	}
 	tn := &testNode{store: store, rules: rules, metrics: metrics, registry: registry}
-	kind, err := NewMatchKind(GrainDeps{
+	deps := GrainDeps{
 		Store: store, Rules: tn.rules, Timing: timing, Logger: log, Metrics: tn.metrics,
 		Owner: func() string { return tn.node.ID() },
 		Owns:  func(string) bool { return !tn.notOwner.Load() },
-	})
+	}
+	for _, f := range tune {
+		f(&deps)
+	}
+	kind, err := NewMatchKind(deps)
 	if err != nil {
 		t.Fatalf("match kind: %v", err)
 	}
@@ -405,5 +411,106 @@ func TestGrainTakeoverDetachesOldSeat(t *testing.T) {
 	res := expectFrame[*protocol.ServerIntentResult](t, k2)
 	if !res.Accepted || res.EventSeq != 4 {
 		t.Fatalf("new seat's intent: %+v", res)
+	}
+}
+
+// TestGrainResultsDoNotWaitForCheckpoints: the snapshot that falls due on an
+// intent and the finished mark of a match's last one are written after the
+// result is sent, not before. Both are held in the store (with a store
+// timeout far longer than the test waits for any frame), and every result
+// still arrives; the held writes land once released.
+func TestGrainResultsDoNotWaitForCheckpoints(t *testing.T) {
+	for _, sk := range storeKinds {
+		t.Run(sk.name, func(t *testing.T) {
+			timing := fastTiming()
+			tn := startTestNodeRules(t, timing, sk.open(t), toyRules{}, func(d *GrainDeps) {
+				d.StoreTimeout = 5 * time.Minute
+			})
+			id := tn.create(t, 0)
+			s0, k0 := tn.open(t, id, 0, 0)
+			expectFrame[*protocol.ServerHello](t, k0)
+			expectFrame[*protocol.ServerSnapshot](t, k0)
+			s1, k1 := tn.open(t, id, 1, 0)
+			expectFrame[*protocol.ServerHello](t, k1)
+			expectFrame[*protocol.ServerSnapshot](t, k1)
+			seats, sinks := [2]*Seat{s0, s1}, [2]*frameSink{k0, k1}
+			play := func(p int, n string, seq int64, in protocol.Intent) int64 {
+				t.Helper()
+				sendIntent(t, seats[p], n, seq, in)
+				res := expectFrame[*protocol.ServerIntentResult](t, sinks[p])
+				if !res.Accepted {
+					t.Fatalf("%s: result %+v, want accepted", n, res)
+				}
+				for _, k := range sinks {
+					expectFrame[*protocol.ServerEvents](t, k)
+				}
+				return res.EventSeq
+			}
+
+			// The activation's snapshot falls due on its SnapshotEvery-th
+			// append; the seats' arrivals may have made some already.
+			before := tn.store.Calls(persistence.MethodAppend)
+			if got := tn.store.Calls(persistence.MethodSaveSnapshot); got != 0 || before >= timing.SnapshotEvery {
+				t.Fatalf("%d snapshots and %d appends before any intent, want none and fewer than %d",
+					got, before, timing.SnapshotEvery)
+			}
+			releaseSnapshot := tn.store.Hold(persistence.MethodSaveSnapshot)
+			defer releaseSnapshot()
+			seq, intents := int64(1), timing.SnapshotEvery-before
+			for i := range intents {
+				if got := tn.store.Calls(persistence.MethodSaveSnapshot); got != 0 {
+					t.Fatalf("snapshot written after %d intents, want after %d", i, intents)
+				}
+				seq = play(i%2, fmt.Sprintf("e-%d", i), seq, protocol.EndTurn{})
+			}
+			waitFor(t, "the held snapshot to be started", func() bool {
+				return tn.store.Calls(persistence.MethodSaveSnapshot) == 1
+			})
+			releaseSnapshot()
+
+			releaseFinished := tn.store.Hold(persistence.MethodMarkFinished)
+			defer releaseFinished()
+			p := intents % 2
+			sendIntent(t, seats[p], "concede", seq, protocol.Concede{})
+			if res := expectFrame[*protocol.ServerIntentResult](t, sinks[p]); !res.Accepted {
+				t.Fatalf("concede: result %+v, want accepted", res)
+			}
+			waitFor(t, "the held finished mark to be started", func() bool {
+				return tn.store.Calls(persistence.MethodMarkFinished) == 1
+			})
+			if !unfinished(t, tn.store.Inner(), id) {
+				t.Fatal("match marked finished while its mark is held")
+			}
+			releaseFinished()
+			waitFor(t, "the match to be marked finished", func() bool { return !unfinished(t, tn.store.Inner(), id) })
+		})
+	}
+}
+
+// unfinished reports whether the store lists match id as unfinished.
+func unfinished(t *testing.T, s persistence.Store, id string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	infos, err := s.ListUnfinished(ctx, "", 1000)
+	if err != nil {
+		t.Fatalf("list unfinished: %v", err)
+	}
+	for _, in := range infos {
+		if in.MatchID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }

@@ -36,6 +36,8 @@ const (
 //     an error anyway (a write whose commit succeeded but whose
 //     acknowledgement was lost: the outcome-unknown case).
 //   - SetLatency: every call waits first (honouring ctx).
+//   - Hold: every call waits until the test lets it go (honouring ctx),
+//     to see what the caller does while its write is in flight.
 //
 // All methods are safe for concurrent use. Close is passed through unchanged.
 type FaultyStore struct {
@@ -51,6 +53,7 @@ type fault struct {
 	loseNext int
 	loseErr  error
 	latency  time.Duration
+	held     chan struct{} // non-nil: calls wait until it is closed
 	calls    int
 }
 
@@ -96,6 +99,27 @@ func (f *FaultyStore) SetLatency(m Method, d time.Duration) {
 	f.get(m).latency = d
 }
 
+// Hold makes every later call of m wait, after it is counted, until release
+// is called or the call's context ends. release may be called more than
+// once; later calls are not held again unless Hold is called again.
+func (f *FaultyStore) Hold(m Method) (release func()) {
+	ch := make(chan struct{})
+	f.mu.Lock()
+	f.get(m).held = ch
+	f.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			f.mu.Lock()
+			if fl := f.get(m); fl.held == ch {
+				fl.held = nil
+			}
+			f.mu.Unlock()
+			close(ch)
+		})
+	}
+}
+
 // Calls returns how many calls of m were made, faulty ones included.
 func (f *FaultyStore) Calls(m Method) int {
 	f.mu.Lock()
@@ -123,7 +147,7 @@ func (f *FaultyStore) before(ctx context.Context, m Method) (func(error) error, 
 	f.mu.Lock()
 	fl := f.get(m)
 	fl.calls++
-	latency := fl.latency
+	latency, held := fl.latency, fl.held
 	var fail, lose error
 	if fl.failNext > 0 {
 		fl.failNext--
@@ -141,6 +165,13 @@ func (f *FaultyStore) before(ctx context.Context, m Method) (func(error) error, 
 		case <-ctx.Done():
 			t.Stop()
 			return nil, fmt.Errorf("faulty store %s: %w", m, ctx.Err())
+		}
+	}
+	if held != nil {
+		select {
+		case <-held:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("faulty store %s (held): %w", m, ctx.Err())
 		}
 	}
 	if fail != nil {

@@ -100,6 +100,41 @@ func TestFaultyStore(t *testing.T) {
 		}
 	})
 
+	t.Run("Hold", func(t *testing.T) {
+		f, epoch := setup(t)
+		release := f.Hold(persistence.MethodAppend)
+		done := make(chan error, 1)
+		go func() { done <- f.Append(testContext(t), "m", epoch, one(1)) }()
+		for deadline := time.Now().Add(10 * time.Second); f.Calls(persistence.MethodAppend) == 0; {
+			if time.Now().After(deadline) {
+				t.Fatal("the held append never reached the store")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("held append returned before its release: %v", err)
+		default:
+		}
+		release()
+		if err := <-done; err != nil {
+			t.Fatalf("released append: %v", err)
+		}
+		release() // a second release is harmless
+		if err := f.Append(testContext(t), "m", epoch, one(2)); err != nil {
+			t.Fatalf("append after release: %v", err)
+		}
+		f.Hold(persistence.MethodAppend)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+		defer cancel()
+		if err := f.Append(ctx, "m", epoch, one(3)); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("held append whose context ends: err = %v, want DeadlineExceeded", err)
+		}
+		if got := lastSeq(t, f); got != 2 {
+			t.Errorf("last seq = %d, want 2", got)
+		}
+	})
+
 	t.Run("Reset", func(t *testing.T) {
 		f, epoch := setup(t)
 		f.FailNext(persistence.MethodAppend, 5, nil)
