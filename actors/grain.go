@@ -240,6 +240,11 @@ func (g *grain) activate(ctx actor.Context, id string) {
 	g.log.Info("match activated", "epoch", g.epoch, "log_seq", g.logSeq, "event_seq", g.engine.LastSeq(),
 		"finished", g.engine.IsFinished())
 	if g.engine.IsFinished() {
+		// A match whose last entry ended it but whose finished mark never
+		// landed (its activation died in between, or the mark failed) is
+		// still listed as unfinished, and the reclaimer would wake it
+		// again and again: mark it now.
+		g.checkpointDue = !rec.Finished
 		ctx.SetReceiveTimeout(g.deps.Timing.IdleStop)
 	}
 	g.onTick(ctx) // overdue deadlines fire at once

@@ -591,3 +591,42 @@ func testDuplicateFromSnapshot(t *testing.T, tn *testNode, version int) {
 		}
 	}
 }
+
+// TestGrainMarksFinishedMatchOnReactivation: a match whose last entry ended
+// it but whose finished mark never landed (here the mark fails; a member
+// killed between the append and the mark leaves the same) is still listed
+// as unfinished, so the reclaimer would wake it again and again. Its next
+// activation marks it.
+func TestGrainMarksFinishedMatchOnReactivation(t *testing.T) {
+	for _, sk := range storeKinds {
+		t.Run(sk.name, func(t *testing.T) {
+			inner := sk.open(t)
+			tn := startTestNodeOn(t, fastTiming(), inner)
+			id := tn.create(t, 0)
+			seats, sinks := tn.openBoth(t, id)
+			tn.store.FailNext(persistence.MethodMarkFinished, 1, nil)
+			sendIntent(t, seats[0], "concede", 1, protocol.Concede{})
+			if res := expectResult(t, sinks[0], "concede"); !res.Accepted {
+				t.Fatalf("concede: %+v, want accepted", res)
+			}
+			waitFor(t, "the finished mark to be tried", func() bool {
+				return tn.store.Calls(persistence.MethodMarkFinished) == 1
+			})
+			if !unfinished(t, inner, id) {
+				t.Fatal("the failed mark marked the match finished")
+			}
+			tn.node.Kill()
+
+			again := startTestNodeOn(t, fastTiming(), inner)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if ok, err := again.gw.MatchExists(ctx, id); err != nil || !ok {
+				t.Fatalf("the finished match on a new member: exists=%v err=%v", ok, err)
+			}
+			waitFor(t, "the new activation to mark the match finished", func() bool { return !unfinished(t, inner, id) })
+			if n := again.store.Calls(persistence.MethodMarkFinished); n != 1 {
+				t.Fatalf("the new activation marked the match %d times, want once", n)
+			}
+		})
+	}
+}
