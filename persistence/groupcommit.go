@@ -69,6 +69,57 @@ type GroupCommitStats struct {
 	// Retries is how many batches the server rejected as a whole and that
 	// were therefore retried one append at a time.
 	Retries uint64
+	// Statements counts the statements answered so far, and
+	// StatementBuckets[i] those of them answered within StatementBounds[i]
+	// (cumulative, like a Prometheus histogram). A statement's time runs
+	// from its send to its answer (its commit included), without the wait
+	// in the writer's queue before it: an append's whole wait minus this is
+	// the node's queueing.
+	Statements       uint64
+	StatementBuckets [len(StatementBounds)]uint64
+	// StatementSeconds is the sum of all statements' times.
+	StatementSeconds float64
+}
+
+// StatementBounds are the upper bounds of GroupCommitStats.StatementBuckets:
+// those of the grain's append histogram, so that the two compare bucket by
+// bucket.
+var StatementBounds = [...]time.Duration{
+	500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond,
+	10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond,
+	200 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second,
+}
+
+// statementTimes is GroupCommitStats' histogram, written by the writers
+// without a lock: each count is its own atomic, so a reader may see a
+// statement in one bucket before the sum, never a torn value.
+type statementTimes struct {
+	// buckets[i] counts the times in (StatementBounds[i-1], StatementBounds[i]];
+	// the last one those above every bound. fill adds them up.
+	buckets [len(StatementBounds) + 1]atomic.Uint64
+	nanos   atomic.Int64
+}
+
+func (t *statementTimes) observe(d time.Duration) {
+	t.nanos.Add(int64(d))
+	i := 0
+	for i < len(StatementBounds) && d > StatementBounds[i] {
+		i++
+	}
+	t.buckets[i].Add(1)
+}
+
+// fill writes the count, the cumulative buckets and the sum into st.
+func (t *statementTimes) fill(st *GroupCommitStats) {
+	var n uint64
+	for i := range t.buckets {
+		n += t.buckets[i].Load()
+		if i < len(st.StatementBuckets) {
+			st.StatementBuckets[i] = n
+		}
+	}
+	st.Statements = n
+	st.StatementSeconds = time.Duration(t.nanos.Load()).Seconds()
 }
 
 // appendReq is one Append waiting for its batch.
@@ -99,6 +150,7 @@ type groupCommitter struct {
 	cancel  context.CancelFunc
 
 	batches, appends, retries atomic.Uint64
+	statements                statementTimes
 }
 
 func newGroupCommitter(s *PostgresStore, cfg GroupCommitConfig) *groupCommitter {
@@ -336,7 +388,10 @@ func (g *groupCommitter) flush(batch []*appendReq) {
 	g.appends.Add(uint64(len(batch)))
 	if len(batch) == 1 {
 		r := batch[0]
-		r.done <- g.store.appendDirect(ctx, r.matchID, r.epoch, r.first, r.entries)
+		start := time.Now()
+		err := g.store.appendDirect(ctx, r.matchID, r.epoch, r.first, r.entries)
+		g.statements.observe(time.Since(start))
+		r.done <- err
 		return
 	}
 	// Sorted, so that batches on different nodes lock rows in one order as
@@ -348,6 +403,7 @@ func (g *groupCommitter) flush(batch []*appendReq) {
 	// appended[i] is set when the statement returned ordinal i+1; it counts
 	// only once the statement committed.
 	appended := make([]bool, len(batch))
+	start := time.Now()
 	err := execOrdinals(ctx, g.store.pool, st, p, func(i int64) error {
 		if i < 1 || i > int64(len(batch)) || appended[i-1] {
 			return fmt.Errorf("%s returned ordinal %d for a batch of %d", st.name, i, len(batch))
@@ -355,6 +411,7 @@ func (g *groupCommitter) flush(batch []*appendReq) {
 		appended[i-1] = true
 		return nil
 	})
+	g.statements.observe(time.Since(start))
 	putParams(p)
 	var pgErr *pgconn.PgError
 	switch {

@@ -141,11 +141,13 @@ func (s *PostgresStore) GroupCommitStats() GroupCommitStats {
 	if s.group == nil {
 		return GroupCommitStats{}
 	}
-	return GroupCommitStats{
+	st := GroupCommitStats{
 		Batches: s.group.batches.Load(),
 		Appends: s.group.appends.Load(),
 		Retries: s.group.retries.Load(),
 	}
+	s.group.statements.fill(&st)
+	return st
 }
 
 // Close stops the group committer (failing queued appends with ErrClosed)

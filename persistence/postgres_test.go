@@ -187,6 +187,12 @@ func TestPGGroupCommitBatches(t *testing.T) {
 	if st.Batches == 0 || st.Appends <= st.Batches {
 		t.Errorf("group commit stats %+v: no batch carried more than one append", st)
 	}
+	// Every statement was answered, so each has its time; none took more
+	// than the 5 s of the last bucket.
+	if st.Statements != st.Batches || st.StatementBuckets[len(st.StatementBuckets)-1] != st.Statements ||
+		st.StatementSeconds <= 0 {
+		t.Errorf("statement times %+v, want one per batch, all within the buckets", st)
+	}
 	for i, m := range ms {
 		if !errors.Is(errs[i], want[i%4]) {
 			t.Errorf("match %s (case %d): err = %v, want %v", m.id, i%4, errs[i], want[i%4])

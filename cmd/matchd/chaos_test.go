@@ -237,6 +237,12 @@ func TestChaosKillOwnerMatchContinues(t *testing.T) {
 	if batches < 1 || batched < batches {
 		t.Fatalf("new owner: %v appends in %v group-commit batches after 4+ intents", batched, batches)
 	}
+	// The same statements timed (one may still be in flight at the scrape).
+	if f := fams["matchgrain_store_statement_duration_seconds"]; f == nil || len(f.GetMetric()) != 1 ||
+		f.GetMetric()[0].GetHistogram().GetSampleCount() < 1 ||
+		float64(f.GetMetric()[0].GetHistogram().GetSampleCount()) > batches {
+		t.Fatalf("new owner's statement times %v, want between 1 and its %v batches", f, batches)
+	}
 }
 
 // TestChaosFrozenOwnerIsFenced freezes the owner (SIGSTOP) instead of

@@ -35,10 +35,34 @@ func registerStoreMetrics(reg prometheus.Registerer, store persistence.Store) er
 			Name: "matchgrain_store_batch_retries_total",
 			Help: "Batches PostgreSQL refused as a whole, retried one append at a time.",
 		}, func() float64 { return float64(stats().Retries) }),
+		statementHistogram{stats: stats, desc: prometheus.NewDesc("matchgrain_store_statement_duration_seconds",
+			"Time PostgreSQL took to answer one of the group-commit writer's statements, commit included, "+
+				"without the wait in the writer's queue: against matchgrain_store_append_duration_seconds it "+
+				"tells a slow database from appends queueing in the node.", nil, nil)},
 	} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("register store metrics: %w", err)
 		}
 	}
 	return nil
+}
+
+// statementHistogram exports the store's statement times, which it keeps
+// itself (persistence does not depend on Prometheus), as a histogram.
+type statementHistogram struct {
+	stats func() persistence.GroupCommitStats
+	desc  *prometheus.Desc
+}
+
+// Describe implements prometheus.Collector.
+func (h statementHistogram) Describe(ch chan<- *prometheus.Desc) { ch <- h.desc }
+
+// Collect implements prometheus.Collector.
+func (h statementHistogram) Collect(ch chan<- prometheus.Metric) {
+	st := h.stats()
+	buckets := make(map[float64]uint64, len(persistence.StatementBounds))
+	for i, b := range persistence.StatementBounds {
+		buckets[b.Seconds()] = st.StatementBuckets[i]
+	}
+	ch <- prometheus.MustNewConstHistogram(h.desc, st.Statements, st.StatementSeconds, buckets)
 }
