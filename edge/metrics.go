@@ -55,6 +55,7 @@ type metrics struct {
 	intents          [intentCount]prometheus.Counter
 	intentResults    [len(rejectCodeNames) + 1]prometheus.Counter // last: unrecognised code
 	duplicates       prometheus.Counter
+	intentDuration   prometheus.Histogram
 	ticketsIssued    prometheus.Counter
 	matchesCreated   prometheus.Counter
 	httpReqs         *prometheus.CounterVec
@@ -114,6 +115,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.duplicates = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "matchgrain_edge_intent_duplicates_total", Help: "Intent results sent with duplicate=true.",
 	})
+	m.intentDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "matchgrain_edge_intent_duration_seconds",
+		Help: "From an intent frame's arrival to the match's answer: the cluster hop, the grain, its durable " +
+			"append and the push of the result to the sockets' writers; not the write itself, not the client.",
+		Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5},
+	})
 	m.ticketsIssued = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "matchgrain_edge_tickets_issued_total", Help: "Tickets issued by the HTTP API.",
 	})
@@ -123,7 +130,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.httpReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "matchgrain_http_requests_total", Help: "HTTP requests, by route and status code.",
 	}, []string{"route", "code"})
-	collectors = append(collectors, closes, intents, results, m.duplicates, m.ticketsIssued, m.matchesCreated, m.httpReqs)
+	collectors = append(collectors, closes, intents, results, m.duplicates, m.intentDuration, m.ticketsIssued, m.matchesCreated, m.httpReqs)
 	for _, c := range collectors {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register edge metrics: %w", err)

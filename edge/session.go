@@ -474,7 +474,9 @@ func (s *session) handleFrame(b []byte, now time.Time) (keepAlive bool) {
 		s.endCall(cancel)
 		if err != nil {
 			s.seatFailed("intent", err)
+			break
 		}
+		s.srv.metrics.intentDuration.Observe(time.Since(now).Seconds())
 	case *protocol.ClientResync:
 		ctx, cancel := s.startCall()
 		err := seat.Resync(ctx, max(f.FromSeq, 0), f.FullSnapshot)

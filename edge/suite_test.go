@@ -76,6 +76,11 @@ func testHandshake(t *testing.T, newMatches newMatchesFunc) {
 			wantNormal.check(t, c, readUntilClosed(t, c, 5*time.Second))
 		})
 	}
+	// Each transport's intent was answered and timed (its reader observed
+	// it before it read the resync that came back above).
+	if v, err := h.metric("matchgrain_edge_intent_duration_seconds_count"); err != nil || v != float64(len(transports)) {
+		t.Errorf("intents timed: %v (%v), want %d", v, err, len(transports))
+	}
 }
 
 func testHandshakeErrors(t *testing.T, newMatches newMatchesFunc) {
