@@ -218,6 +218,11 @@ func peekIntentResult(b []byte) (code protocol.IntentRejectCode, dup bool, ok bo
 // collectors in the one registry the edge serves at /metrics.
 func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The scheduler's metrics add go_sched_latencies_seconds: how long
+	// goroutines wait to run once runnable. It is what an intent's hand-offs
+	// (reader, grain, store writer, socket writer) wait for on a node short
+	// of CPU, before any one of them shows as slow.
+	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler)),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
 }

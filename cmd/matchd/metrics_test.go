@@ -50,9 +50,10 @@ var compatFamilies = []string{
 	"matchgrain_store_appends_total counter ",
 }
 
-// standardFamilies come from the Go runtime and process collectors.
+// standardFamilies come from the Go runtime and process collectors (the
+// scheduler's latencies by the node's choice, docs/operations.md §6).
 var standardFamilies = []string{"go_goroutines", "go_memstats_heap_alloc_bytes", "go_gc_duration_seconds",
-	"process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds"}
+	"process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds", "go_sched_latencies_seconds"}
 
 // scrapeFamilies reads /metrics of a running node.
 func scrapeFamilies(t *testing.T, httpAddr string) map[string]*dto.MetricFamily {
