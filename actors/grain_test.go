@@ -427,13 +427,10 @@ func TestGrainResultsDoNotWaitForCheckpoints(t *testing.T) {
 				d.StoreTimeout = 5 * time.Minute
 			})
 			id := tn.create(t, 0)
-			s0, k0 := tn.open(t, id, 0, 0)
-			expectFrame[*protocol.ServerHello](t, k0)
-			expectFrame[*protocol.ServerSnapshot](t, k0)
-			s1, k1 := tn.open(t, id, 1, 0)
-			expectFrame[*protocol.ServerHello](t, k1)
-			expectFrame[*protocol.ServerSnapshot](t, k1)
-			seats, sinks := [2]*Seat{s0, s1}, [2]*frameSink{k0, k1}
+			seats, sinks := tn.openBoth(t, id)
+			for _, k := range sinks {
+				expectFrame[*protocol.ServerSnapshot](t, k)
+			}
 			play := func(p int, n string, seq int64, in protocol.Intent) int64 {
 				t.Helper()
 				sendIntent(t, seats[p], n, seq, in)
