@@ -72,9 +72,10 @@ type GroupCommitStats struct {
 	// Statements counts the statements answered so far, and
 	// StatementBuckets[i] those of them answered within StatementBounds[i]
 	// (cumulative, like a Prometheus histogram). A statement's time runs
-	// from its send to its answer (its commit included), without the wait
-	// in the writer's queue before it: an append's whole wait minus this is
-	// the node's queueing.
+	// from taking a pool connection for it (seldom a wait: the writers are
+	// fewer than the connections) to its answer, commit included, without
+	// the wait in the writer's queue before it: an append's whole wait
+	// minus this is the node's queueing.
 	Statements       uint64
 	StatementBuckets [len(StatementBounds)]uint64
 	// StatementSeconds is the sum of all statements' times.
