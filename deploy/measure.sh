@@ -4,6 +4,9 @@
 # every accepted intent is committed before its result is sent), driven over
 # WebSocket by `matchctl load` on the same machine. Each workload gets a fresh
 # node (and database schema), so its memory figures start from an idle node.
+# The last column is the node's own account of the window, from its latency
+# histograms: the mean time of an intent at the edge, of its durable append,
+# and of one PostgreSQL statement of the group-commit writer.
 #
 # Usage: deploy/measure.sh [WORKLOAD...]
 #   closed100   closed loop, 100 matches at once (bots decide as fast as they can;
@@ -150,8 +153,8 @@ run_all() {
 import json, sys
 work, names = sys.argv[1], sys.argv[2:]
 print()
-print("| workload | intents/s | p50 | p90 | p99 | max | skipped ticks | errors | node CPU per intent | node peak RSS | per match (peak − start) | cores busy (load generator) |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| workload | intents/s | p50 | p90 | p99 | max | skipped ticks | errors | node CPU per intent | node peak RSS | per match (peak − start) | cores busy (load generator) | node's means: intent / append / statement |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 idle = []
 for n in names:
     try:
@@ -171,7 +174,8 @@ for n in names:
           f"{node.get('cpuMsPerIntent', 0):.3f} ms | {node.get('peakRssBytes', 0)/2**20:.0f} MiB | "
           + (f"{(node.get('peakRssBytes', 0) - node.get('rssBytesAtStart', 0))/r['matches']/1024:.1f} KiB |"
              if r["mode"] == "open" else "— |")
-          + (f" {m['busyCores']:.2f} of {m['cpus']} ({m['loadGeneratorCores']:.2f}) |" if (m := r.get("machine")) else " — |"))
+          + (f" {m['busyCores']:.2f} of {m['cpus']} ({m['loadGeneratorCores']:.2f}) |" if (m := r.get("machine")) else " — |")
+          + (f" {t['intent']:.2f} / {t['append']:.2f} / {t['statement']:.2f} ms |" if (t := node.get("serverMs")) else " — |"))
 for r in idle:
     print()
     print(f"idle: {r['connected']:,} of {r['sessions']:,} sessions connected, {r['dropped']} dropped, held {r['heldSeconds']:.0f} s; "

@@ -149,6 +149,40 @@ type NodeUsage struct {
 	CPUMsPerIntent  float64 `json:"cpuMsPerIntent"`
 	PeakRSSBytes    float64 `json:"peakRssBytes"`
 	RSSBytesAtStart float64 `json:"rssBytesAtStart"`
+	// ServerMs is the node's own account of the window, where it exports
+	// the histograms (absent otherwise).
+	ServerMs *ServerTimes `json:"serverMs,omitempty"`
+}
+
+// ServerTimes are the node's mean times over the measured window, from its
+// latency histograms: set beside the client's latency they say how much of
+// it the server spent, and how much of that the durable append and the
+// database's statement. A zero is a histogram that saw nothing (a node on
+// the embedded store runs no statements).
+type ServerTimes struct {
+	// Intent: from an intent frame's arrival at the edge to the match's answer.
+	Intent float64 `json:"intent"`
+	// Append: every durable append (intents', and the server's own: presence, finish).
+	Append float64 `json:"append"`
+	// Statement: one group-commit statement, without the writer's queue.
+	Statement float64 `json:"statement"`
+}
+
+// serverHistograms are the histograms behind ServerTimes, in its field order.
+var serverHistograms = [3]string{
+	"matchgrain_edge_intent_duration_seconds",
+	"matchgrain_store_append_duration_seconds",
+	"matchgrain_store_statement_duration_seconds",
+}
+
+// histTotals are a histogram's sum and count at one scrape.
+type histTotals struct{ sum, count float64 }
+
+// nodeScrape is one read of the node's /metrics.
+type nodeScrape struct {
+	cpu, rss float64
+	hist     [len(serverHistograms)]histTotals
+	haveHist bool // all of serverHistograms were there
 }
 
 // window records intent results and ticks between start and end; before
@@ -439,6 +473,10 @@ type nodeWatch struct {
 	cpu                 float64
 	cpuStart, cpuEnd    float64
 	measuring           bool
+	// hist is the latest read of serverHistograms; histStart and histEnd
+	// bound the window; histOK says every read in the window had them.
+	hist, histStart, histEnd [len(serverHistograms)]histTotals
+	histOK                   bool
 }
 
 func newNodeWatch(url string) *nodeWatch {
@@ -450,73 +488,111 @@ func (n *nodeWatch) sample() {
 	if n.url == "off" {
 		return
 	}
-	cpu, rss, err := scrapeProcess(n.client, n.url)
+	sc, err := scrapeNode(n.client, n.url)
 	if err != nil {
 		return
 	}
 	if !n.ok {
-		n.rssStart = rss
+		n.rssStart = sc.rss
+		n.histOK = sc.haveHist
 	}
 	n.ok = true
-	n.cpu, n.rss = cpu, rss
+	n.cpu, n.rss = sc.cpu, sc.rss
+	n.hist = sc.hist
+	n.histOK = n.histOK && sc.haveHist
 	if n.measuring {
-		n.peak = max(n.peak, rss)
+		n.peak = max(n.peak, sc.rss)
 	}
 }
 
 func (n *nodeWatch) markStart() {
 	n.sample()
 	n.cpuStart, n.peak, n.measuring = n.cpu, n.rss, true
+	n.histStart = n.hist
 }
 
-func (n *nodeWatch) markEnd() { n.cpuEnd = n.cpu }
+func (n *nodeWatch) markEnd() { n.cpuEnd, n.histEnd = n.cpu, n.hist }
+
+// serverTimes are the window's mean times in milliseconds, or nil where the
+// node does not export the histograms.
+func (n *nodeWatch) serverTimes() *ServerTimes {
+	if !n.histOK {
+		return nil
+	}
+	var ms [len(serverHistograms)]float64
+	for i := range ms {
+		if c := n.histEnd[i].count - n.histStart[i].count; c > 0 {
+			ms[i] = (n.histEnd[i].sum - n.histStart[i].sum) * 1000 / c
+		}
+	}
+	return &ServerTimes{Intent: ms[0], Append: ms[1], Statement: ms[2]}
+}
 
 func (n *nodeWatch) usage(intents int) *NodeUsage {
 	if !n.ok {
 		return nil
 	}
-	u := &NodeUsage{CPUSeconds: n.cpuEnd - n.cpuStart, PeakRSSBytes: n.peak, RSSBytesAtStart: n.rssStart}
+	u := &NodeUsage{CPUSeconds: n.cpuEnd - n.cpuStart, PeakRSSBytes: n.peak, RSSBytesAtStart: n.rssStart,
+		ServerMs: n.serverTimes()}
 	if intents > 0 {
 		u.CPUMsPerIntent = u.CPUSeconds * 1000 / float64(intents)
 	}
 	return u
 }
 
-// scrapeProcess fetches a Prometheus text exposition and returns the two
-// unlabelled process gauges the Go client's process collector exports.
-func scrapeProcess(c *http.Client, url string) (cpu, rss float64, err error) {
+// scrapeNode fetches a Prometheus text exposition and returns the two
+// unlabelled process gauges the Go client's process collector exports, and
+// the sums and counts of serverHistograms where present.
+func scrapeNode(c *http.Client, url string) (nodeScrape, error) {
+	var sc nodeScrape
 	resp, err := c.Get(url)
 	if err != nil {
-		return 0, 0, fmt.Errorf("scrape %s: %w", url, err)
+		return sc, fmt.Errorf("scrape %s: %w", url, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, 0, fmt.Errorf("scrape %s: %s", url, resp.Status)
+		return sc, fmt.Errorf("scrape %s: %s", url, resp.Status)
 	}
 	var haveCPU, haveRSS bool
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		name, val, ok := strings.Cut(sc.Text(), " ")
+	var haveHist [len(serverHistograms)][2]bool
+	lines := bufio.NewScanner(resp.Body)
+	lines.Buffer(make([]byte, 64<<10), 1<<20)
+	for lines.Scan() {
+		name, val, ok := strings.Cut(lines.Text(), " ")
 		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if err != nil {
 			continue
 		}
 		switch name {
 		case "process_cpu_seconds_total":
-			cpu, err = strconv.ParseFloat(strings.TrimSpace(val), 64)
-			haveCPU = err == nil
+			sc.cpu, haveCPU = v, true
 		case "process_resident_memory_bytes":
-			rss, err = strconv.ParseFloat(strings.TrimSpace(val), 64)
-			haveRSS = err == nil
+			sc.rss, haveRSS = v, true
+		default:
+			for i, h := range serverHistograms {
+				switch strings.TrimPrefix(name, h) {
+				case "_sum":
+					sc.hist[i].sum, haveHist[i][0] = v, true
+				case "_count":
+					sc.hist[i].count, haveHist[i][1] = v, true
+				}
+			}
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return 0, 0, fmt.Errorf("scrape %s: %w", url, err)
+	if err := lines.Err(); err != nil {
+		return sc, fmt.Errorf("scrape %s: %w", url, err)
 	}
 	if !haveCPU || !haveRSS {
-		return 0, 0, fmt.Errorf("scrape %s: no process_cpu_seconds_total or process_resident_memory_bytes", url)
+		return sc, fmt.Errorf("scrape %s: no process_cpu_seconds_total or process_resident_memory_bytes", url)
 	}
-	return cpu, rss, nil
+	sc.haveHist = true
+	for _, h := range haveHist {
+		sc.haveHist = sc.haveHist && h[0] && h[1]
+	}
+	return sc, nil
 }
 
 // IdleReport is the result of --idle (--json prints it as is).

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,6 +28,49 @@ func processMetrics(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	}))
 	t.Cleanup(hs.Close)
 	return hs, &n
+}
+
+// serverMetrics is processMetrics with the node's latency histograms: every
+// scrape adds 2 intents of 5 ms, 2 appends of 4 ms and 1 statement of 3 ms.
+func serverMetrics(t *testing.T) *httptest.Server {
+	var n atomic.Int64
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := float64(n.Add(1))
+		fmt.Fprintf(w, "process_cpu_seconds_total %g\nprocess_resident_memory_bytes %g\n", i, (100+i)*(1<<20))
+		for _, h := range []struct {
+			name       string
+			count, sum float64
+		}{
+			{"matchgrain_edge_intent_duration_seconds", 2, 0.010},
+			{"matchgrain_store_append_duration_seconds", 2, 0.008},
+			{"matchgrain_store_statement_duration_seconds", 1, 0.003},
+		} {
+			fmt.Fprintf(w, "# TYPE %[1]s histogram\n%[1]s_bucket{le=\"+Inf\"} %[2]g\n%[1]s_sum %[3]g\n%[1]s_count %[2]g\n",
+				h.name, i*h.count, i*h.sum)
+		}
+	}))
+	t.Cleanup(hs.Close)
+	return hs
+}
+
+// TestLoadServerTimes: the report carries the node's mean intent, append
+// and statement times over the window, from the histograms' sums and counts.
+func TestLoadServerTimes(t *testing.T) {
+	srv := startServer(t)
+	code, out, errOut := runCmd(t, "load", "--server", srv.HTTPURL, "--token", edgetest.AdminToken,
+		"--matches", "1", "--rate", "5", "--warmup", "1s", "--duration", "2s", "--json", "--metrics", serverMetrics(t).URL)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	var r Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out)
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	if r.Node == nil || r.Node.ServerMs == nil || !near(r.Node.ServerMs.Intent, 5) || !near(r.Node.ServerMs.Append, 4) ||
+		!near(r.Node.ServerMs.Statement, 3) {
+		t.Fatalf("node usage %+v, server times %+v, want 5, 4 and 3 ms", r.Node, r.Node.ServerMs)
+	}
 }
 
 // TestLoadOpenLoop runs the open loop against a real edge with the toy game:
@@ -66,6 +110,9 @@ func TestLoadOpenLoop(t *testing.T) {
 	}
 	if r.Errors != 0 || r.Node == nil || r.Node.CPUSeconds < 2 || r.Node.PeakRSSBytes <= r.Node.RSSBytesAtStart {
 		t.Errorf("errors %d, node %+v", r.Errors, r.Node)
+	}
+	if r.Node != nil && r.Node.ServerMs != nil {
+		t.Errorf("server times %+v from a node that exports no latency histograms", r.Node.ServerMs)
 	}
 	if runtime.GOOS == "linux" {
 		// The machine's CPU over the window: this test's own work at least
