@@ -336,11 +336,37 @@ func runLoad(ctx context.Context, f *loadFlags, stdout, stderr io.Writer) error 
 		machine.markStart()
 	}
 	var warmupFailures int
+	// The node's and the machine's figures end with the window, not after
+	// the teardown that follows it: closing every session writes each
+	// seat's absence to the log, which is no intent's work.
+	var windowEnd <-chan time.Time
+	if steady {
+		t := time.NewTimer(time.Until(w.end))
+		defer t.Stop()
+		windowEnd = t.C
+	}
+	ended := false
+	markEnd := func() {
+		node.sample()
+		node.markEnd()
+		machine.markEnd()
+		ended = true
+	}
 loop:
 	for {
 		select {
 		case <-allDone:
 			break loop
+		case <-windowEnd:
+			if !measuring { // a window shorter than the progress tick
+				measuring = true
+				node.markStart()
+				machine.markStart()
+				mu.Lock()
+				warmupFailures = len(failures)
+				mu.Unlock()
+			}
+			markEnd()
 		case now := <-tick.C:
 			node.sample()
 			if !measuring && !now.Before(w.start) {
@@ -371,9 +397,9 @@ loop:
 	if steady && end.After(w.end) {
 		end = w.end
 	}
-	node.sample()
-	node.markEnd()
-	machine.markEnd()
+	if !ended {
+		markEnd()
+	}
 
 	rep := Report{Mode: "closed", Matches: f.matches, MatchesFinished: finished, ConnectionRate: f.connRate}
 	if !steady {
@@ -511,7 +537,10 @@ func (n *nodeWatch) markStart() {
 	n.histStart = n.hist
 }
 
-func (n *nodeWatch) markEnd() { n.cpuEnd, n.histEnd = n.cpu, n.hist }
+func (n *nodeWatch) markEnd() {
+	n.cpuEnd, n.histEnd = n.cpu, n.hist
+	n.measuring = false // the peak RSS is the window's too
+}
 
 // serverTimes are the window's mean times in milliseconds, or nil where the
 // node does not export the histograms.
