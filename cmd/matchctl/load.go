@@ -346,6 +346,14 @@ func runLoad(ctx context.Context, f *loadFlags, stdout, stderr io.Writer) error 
 		windowEnd = t.C
 	}
 	ended := false
+	markStart := func() {
+		measuring = true
+		node.markStart()
+		machine.markStart()
+		mu.Lock()
+		warmupFailures = len(failures)
+		mu.Unlock()
+	}
 	markEnd := func() {
 		node.sample()
 		node.markEnd()
@@ -359,23 +367,13 @@ loop:
 			break loop
 		case <-windowEnd:
 			if !measuring { // a window shorter than the progress tick
-				measuring = true
-				node.markStart()
-				machine.markStart()
-				mu.Lock()
-				warmupFailures = len(failures)
-				mu.Unlock()
+				markStart()
 			}
 			markEnd()
 		case now := <-tick.C:
 			node.sample()
 			if !measuring && !now.Before(w.start) {
-				measuring = true
-				node.markStart()
-				machine.markStart()
-				mu.Lock()
-				warmupFailures = len(failures)
-				mu.Unlock()
+				markStart()
 			}
 			if f.progress {
 				lat, skipped := w.second()
