@@ -69,58 +69,6 @@ type GroupCommitStats struct {
 	// Retries is how many batches the server rejected as a whole and that
 	// were therefore retried one append at a time.
 	Retries uint64
-	// Statements counts the statements answered so far, and
-	// StatementBuckets[i] those of them answered within StatementBounds[i]
-	// (cumulative, like a Prometheus histogram). A statement's time runs
-	// from taking a pool connection for it (seldom a wait: the writers are
-	// fewer than the connections) to its answer, commit included, without
-	// the wait in the writer's queue before it: an append's whole wait
-	// minus this is the node's queueing.
-	Statements       uint64
-	StatementBuckets [len(StatementBounds)]uint64
-	// StatementSeconds is the sum of all statements' times.
-	StatementSeconds float64
-}
-
-// StatementBounds are the upper bounds of GroupCommitStats.StatementBuckets:
-// those of the grain's append histogram, so that the two compare bucket by
-// bucket.
-var StatementBounds = [...]time.Duration{
-	500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond,
-	10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond,
-	200 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second,
-}
-
-// statementTimes is GroupCommitStats' histogram, written by the writers
-// without a lock: each count is its own atomic, so a reader may see a
-// statement in one bucket before the sum, never a torn value.
-type statementTimes struct {
-	// buckets[i] counts the times in (StatementBounds[i-1], StatementBounds[i]];
-	// the last one those above every bound. fill adds them up.
-	buckets [len(StatementBounds) + 1]atomic.Uint64
-	nanos   atomic.Int64
-}
-
-func (t *statementTimes) observe(d time.Duration) {
-	t.nanos.Add(int64(d))
-	i := 0
-	for i < len(StatementBounds) && d > StatementBounds[i] {
-		i++
-	}
-	t.buckets[i].Add(1)
-}
-
-// fill writes the count, the cumulative buckets and the sum into st.
-func (t *statementTimes) fill(st *GroupCommitStats) {
-	var n uint64
-	for i := range t.buckets {
-		n += t.buckets[i].Load()
-		if i < len(st.StatementBuckets) {
-			st.StatementBuckets[i] = n
-		}
-	}
-	st.Statements = n
-	st.StatementSeconds = time.Duration(t.nanos.Load()).Seconds()
 }
 
 // appendReq is one Append waiting for its batch.
@@ -151,10 +99,11 @@ type groupCommitter struct {
 	cancel  context.CancelFunc
 
 	batches, appends, retries atomic.Uint64
-	statements                statementTimes
+	// observeStatement, if set, gets each statement's time (WithStatementObserver).
+	observeStatement func(time.Duration)
 }
 
-func newGroupCommitter(s *PostgresStore, cfg GroupCommitConfig) *groupCommitter {
+func newGroupCommitter(s *PostgresStore, cfg GroupCommitConfig, observe func(time.Duration)) *groupCommitter {
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &groupCommitter{
 		store:   s,
@@ -165,6 +114,8 @@ func newGroupCommitter(s *PostgresStore, cfg GroupCommitConfig) *groupCommitter 
 		stopped: make(chan struct{}),
 		ctx:     ctx,
 		cancel:  cancel,
+
+		observeStatement: observe,
 	}
 	go g.run()
 	return g
@@ -381,6 +332,13 @@ func encodeBatch(p *pgParams, batch []*appendReq) *pgStatement {
 	return &groupAppendManyStmt
 }
 
+// observed reports the time of a statement sent at start, if anyone asked.
+func (g *groupCommitter) observed(start time.Time) {
+	if g.observeStatement != nil {
+		g.observeStatement(time.Since(start))
+	}
+}
+
 // flush writes one batch and answers every request in it.
 func (g *groupCommitter) flush(batch []*appendReq) {
 	ctx, cancel := context.WithTimeout(g.ctx, g.cfg.Timeout)
@@ -391,7 +349,7 @@ func (g *groupCommitter) flush(batch []*appendReq) {
 		r := batch[0]
 		start := time.Now()
 		err := g.store.appendDirect(ctx, r.matchID, r.epoch, r.first, r.entries)
-		g.statements.observe(time.Since(start))
+		g.observed(start)
 		r.done <- err
 		return
 	}
@@ -412,7 +370,7 @@ func (g *groupCommitter) flush(batch []*appendReq) {
 		appended[i-1] = true
 		return nil
 	})
-	g.statements.observe(time.Since(start))
+	g.observed(start)
 	putParams(p)
 	var pgErr *pgconn.PgError
 	switch {

@@ -43,6 +43,7 @@ type pgOptions struct {
 	logger   *slog.Logger
 	group    *GroupCommitConfig // set by WithGroupCommit
 	noGroup  bool               // set by WithoutGroupCommit
+	observe  func(time.Duration)
 }
 
 // WithSchema keeps all tables in the named schema, creating it if needed
@@ -79,6 +80,16 @@ func WithGroupCommit(cfg GroupCommitConfig) PostgresOption {
 // appends per second with many active matches.
 func WithoutGroupCommit() PostgresOption {
 	return func(o *pgOptions) { o.group, o.noGroup = nil, true }
+}
+
+// WithStatementObserver has the group-commit writer report the time of
+// each of its statements, from taking a pool connection for it (seldom a
+// wait: the writers are fewer than the connections) to its answer, commit
+// included, without the wait in the writer's queue before it: an append's
+// whole wait minus this is the node's queueing. observe is called from the
+// writers' goroutines, concurrently.
+func WithStatementObserver(observe func(time.Duration)) PostgresOption {
+	return func(o *pgOptions) { o.observe = observe }
 }
 
 // OpenPostgres connects to the database at url (a pgx connection string; it
@@ -127,7 +138,7 @@ func OpenPostgres(ctx context.Context, url string, opts ...PostgresOption) (*Pos
 	}
 	s := &PostgresStore{pool: pool, logger: o.logger}
 	if o.group != nil {
-		s.group = newGroupCommitter(s, *o.group)
+		s.group = newGroupCommitter(s, *o.group, o.observe)
 	}
 	return s, nil
 }
@@ -141,13 +152,11 @@ func (s *PostgresStore) GroupCommitStats() GroupCommitStats {
 	if s.group == nil {
 		return GroupCommitStats{}
 	}
-	st := GroupCommitStats{
+	return GroupCommitStats{
 		Batches: s.group.batches.Load(),
 		Appends: s.group.appends.Load(),
 		Retries: s.group.retries.Load(),
 	}
-	s.group.statements.fill(&st)
-	return st
 }
 
 // Close stops the group committer (failing queued appends with ErrClosed)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/matchgrain/matchgrain/actors"
 	"github.com/matchgrain/matchgrain/actors/envelope"
@@ -305,7 +306,8 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		defer stopGovernor()
 		go g.run(pctx, procSample)
 	}
-	store, err := openStore(ctx, o, log)
+	statements := newStatementHistogram()
+	store, err := openStore(ctx, o, log, statements)
 	if err != nil {
 		return err
 	}
@@ -327,7 +329,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if err := registerStoreMetrics(registry, store); err != nil {
+	if err := registerStoreMetrics(registry, store, statements); err != nil {
 		return err
 	}
 	if !o.edgeOnly {
@@ -662,9 +664,12 @@ func storeKind(o options) string {
 	return "embedded:" + o.dataDir
 }
 
-func openStore(ctx context.Context, o options, log *slog.Logger) (persistence.Store, error) {
+// openStore opens the node's store; statements times the PostgreSQL store's
+// group-commit statements.
+func openStore(ctx context.Context, o options, log *slog.Logger, statements prometheus.Histogram) (persistence.Store, error) {
 	if o.databaseURL != "" {
-		opts := []persistence.PostgresOption{persistence.WithLogger(log)}
+		opts := []persistence.PostgresOption{persistence.WithLogger(log),
+			persistence.WithStatementObserver(func(d time.Duration) { statements.Observe(d.Seconds()) })}
 		if o.databaseSchema != "" {
 			opts = append(opts, persistence.WithSchema(o.databaseSchema))
 		}

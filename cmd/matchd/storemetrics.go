@@ -17,7 +17,10 @@ type groupCommitStore interface {
 // operator can read the mean batch (appends ÷ batches) and see whether the
 // store or the node limits throughput. The families exist for every store, so
 // dashboards need no case for the embedded one, whose counters stay zero.
-func registerStoreMetrics(reg prometheus.Registerer, store persistence.Store) error {
+//
+// statements is the histogram of newStatementHistogram, which the store was
+// opened with.
+func registerStoreMetrics(reg prometheus.Registerer, store persistence.Store, statements prometheus.Histogram) error {
 	stats := func() persistence.GroupCommitStats { return persistence.GroupCommitStats{} }
 	if g, ok := store.(groupCommitStore); ok {
 		stats = g.GroupCommitStats
@@ -35,10 +38,7 @@ func registerStoreMetrics(reg prometheus.Registerer, store persistence.Store) er
 			Name: "matchgrain_store_batch_retries_total",
 			Help: "Batches PostgreSQL refused as a whole, retried one append at a time.",
 		}, func() float64 { return float64(stats().Retries) }),
-		statementHistogram{stats: stats, desc: prometheus.NewDesc("matchgrain_store_statement_duration_seconds",
-			"Time PostgreSQL took to answer one of the group-commit writer's statements, commit included, "+
-				"without the wait in the writer's queue: against matchgrain_store_append_duration_seconds it "+
-				"tells a slow database from appends queueing in the node.", nil, nil)},
+		statements,
 	} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("register store metrics: %w", err)
@@ -47,22 +47,16 @@ func registerStoreMetrics(reg prometheus.Registerer, store persistence.Store) er
 	return nil
 }
 
-// statementHistogram exports the store's statement times, which it keeps
-// itself (persistence does not depend on Prometheus), as a histogram.
-type statementHistogram struct {
-	stats func() persistence.GroupCommitStats
-	desc  *prometheus.Desc
-}
-
-// Describe implements prometheus.Collector.
-func (h statementHistogram) Describe(ch chan<- *prometheus.Desc) { ch <- h.desc }
-
-// Collect implements prometheus.Collector.
-func (h statementHistogram) Collect(ch chan<- prometheus.Metric) {
-	st := h.stats()
-	buckets := make(map[float64]uint64, len(persistence.StatementBounds))
-	for i, b := range persistence.StatementBounds {
-		buckets[b.Seconds()] = st.StatementBuckets[i]
-	}
-	ch <- prometheus.MustNewConstHistogram(h.desc, st.Statements, st.StatementSeconds, buckets)
+// newStatementHistogram times the group-commit writer's statements
+// (persistence.WithStatementObserver). It is made before the store it is
+// given to, and registered with the store's other metrics.
+func newStatementHistogram() prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "matchgrain_store_statement_duration_seconds",
+		Help: "Time PostgreSQL took to answer one of the group-commit writer's statements, commit included, " +
+			"without the wait in the writer's queue: against matchgrain_store_append_duration_seconds it " +
+			"tells a slow database from appends queueing in the node.",
+		// Those of the append histogram, so that the two compare bucket by bucket.
+		Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5},
+	})
 }
