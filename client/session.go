@@ -559,17 +559,8 @@ func (s *Session) finish(err error) {
 
 // readLoop reads one connection until it ends, with a pinger beside it.
 func (s *Session) readLoop(conn *Conn) error {
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		s.pinger(conn, stop)
-	}()
-	defer func() {
-		close(stop)
-		wg.Wait()
-	}()
+	p := s.startPinger(conn)
+	defer p.stop()
 	for {
 		if err := conn.SetReadDeadline(time.Now().Add(s.cfg.ReadTimeout)); err != nil {
 			return err
@@ -584,36 +575,72 @@ func (s *Session) readLoop(conn *Conn) error {
 	}
 }
 
-// pinger sends ClientPing whenever nothing was sent for PingInterval.
-func (s *Session) pinger(conn *Conn, stop <-chan struct{}) {
-	tick := time.NewTicker(max(s.cfg.PingInterval/4, 10*time.Millisecond))
-	defer tick.Stop()
-	var nonce int64
-	for {
-		select {
-		case <-stop:
-			return
-		case now := <-tick.C:
-			s.mu.Lock()
-			idle := now.Sub(s.lastSent)
-			s.mu.Unlock()
-			if idle < s.cfg.PingInterval {
-				continue
-			}
-			nonce++
-			s.mu.Lock()
-			s.pingSent[nonce] = now
-			for k := range s.pingSent {
-				if k < nonce-8 {
-					delete(s.pingSent, k)
-				}
-			}
-			s.mu.Unlock()
-			if err := s.send(conn, &protocol.ClientPing{Nonce: nonce, ClientTimeMs: now.UnixMilli()}); err != nil {
-				return
-			}
+// pinger sends ClientPing on one connection whenever the session has sent
+// nothing for PingInterval. It is a timer rather than a goroutine with a
+// ticker: it runs only when a ping may be due, so a session that sends
+// costs no wake-ups between its own frames (a load tool holds thousands of
+// sessions, whose tickers woke it more often than a quarter of its intents).
+type pinger struct {
+	s    *Session
+	conn *Conn
+
+	mu      sync.Mutex // held while a ping is sent, so stop waits for it
+	t       *time.Timer
+	nonce   int64
+	stopped bool
+}
+
+func (s *Session) startPinger(conn *Conn) *pinger {
+	p := &pinger{s: s, conn: conn}
+	p.mu.Lock()
+	p.t = time.AfterFunc(p.untilDue(time.Now()), p.fire)
+	p.mu.Unlock()
+	return p
+}
+
+// untilDue is how long until the session has been silent for PingInterval
+// (zero if it already has).
+func (p *pinger) untilDue(now time.Time) time.Duration {
+	p.s.mu.Lock()
+	idle := now.Sub(p.s.lastSent)
+	p.s.mu.Unlock()
+	return max(p.s.cfg.PingInterval-idle, 0)
+}
+
+// fire pings if the session is still silent, and arms the next check.
+func (p *pinger) fire() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return
+	}
+	s := p.s
+	now := time.Now()
+	if wait := p.untilDue(now); wait > 0 {
+		p.t.Reset(wait)
+		return
+	}
+	p.nonce++
+	s.mu.Lock()
+	s.pingSent[p.nonce] = now
+	for k := range s.pingSent {
+		if k < p.nonce-8 {
+			delete(s.pingSent, k)
 		}
 	}
+	s.mu.Unlock()
+	if err := s.send(p.conn, &protocol.ClientPing{Nonce: p.nonce, ClientTimeMs: now.UnixMilli()}); err != nil {
+		return // the connection is ending: its reader stops the pinger
+	}
+	p.t.Reset(s.cfg.PingInterval)
+}
+
+// stop ends the pinger; a ping being sent finishes first.
+func (p *pinger) stop() {
+	p.mu.Lock()
+	p.stopped = true
+	p.t.Stop()
+	p.mu.Unlock()
 }
 
 // handle processes one frame; false means the session is closed.

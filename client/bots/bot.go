@@ -44,15 +44,14 @@ type bot struct {
 	pace      *pacer          // nil: closed loop (send as soon as decided)
 	ctx       context.Context // the match's; ends a wait for the pacer
 
-	pending    string // intentId awaiting its result
-	sentAt     time.Time
-	waitSeq    int64 // the Board must reach this seq (the last accepted intent's) before the bot acts
-	finalSeen  bool
-	final      *protocol.MatchView
-	intents    int
-	rejected   int
-	snapshots  int // snapshots this bot asked for
-	lastChange time.Time
+	pending   string // intentId awaiting its result
+	sentAt    time.Time
+	waitSeq   int64 // the Board must reach this seq (the last accepted intent's) before the bot acts
+	finalSeen bool
+	final     *protocol.MatchView
+	intents   int
+	rejected  int
+	snapshots int // snapshots this bot asked for
 }
 
 // stallAfter: after this long without progress a bot asks for a snapshot.
@@ -147,18 +146,25 @@ var errNoEnd = errors.New("match did not end")
 // play runs the bot until the match is over and a fresh snapshot has been
 // compared with the local board.
 func (b *bot) play(ctx context.Context) (Result, error) {
-	tick := time.NewTicker(stallAfter / 2)
-	defer tick.Stop()
-	b.lastChange = time.Now()
+	// A timer pushed back by every sign of progress, not a ticker that
+	// checks: a load tool runs thousands of bots, and a ticker woke each
+	// of them every second for nothing (as many wake-ups as intents at
+	// 1,000 matches × 2/s).
+	stall := time.NewTimer(stallAfter)
+	defer stall.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return Result{}, fmt.Errorf("%s: %w (lastSeq %d): %w", b.name, errNoEnd, b.s.LastSeq(), ctx.Err())
-		case <-tick.C:
-			if time.Since(b.lastChange) > stallAfter && b.pending == "" {
-				b.lastChange = time.Now()
-				b.resync()
+		case <-stall.C:
+			if b.pending != "" {
+				// Its result (or the session's resend after a reconnect)
+				// is the progress to wait for; look again soon.
+				stall.Reset(stallAfter / 2)
+				continue
 			}
+			b.resync()
+			stall.Reset(stallAfter)
 		case f, ok := <-b.s.Frames():
 			if !ok {
 				return Result{}, fmt.Errorf("%s: session ended: %w", b.name, b.s.Err())
@@ -166,7 +172,7 @@ func (b *bot) play(ctx context.Context) (Result, error) {
 			if _, clock := f.(*protocol.ServerClock); !clock {
 				// Clocks tick while nothing happens: they are not progress,
 				// or a stalled bot would never ask for a fresh snapshot.
-				b.lastChange = time.Now()
+				stall.Reset(stallAfter)
 			}
 			if done := b.handle(f); done {
 				checked, mism := b.s.Consistency()
