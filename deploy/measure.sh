@@ -110,17 +110,21 @@ run_all() {
 		closed*) start_node "m_$w" --intents-per-second 100000 --intent-burst 100000 ;;
 		*) start_node "m_$w" ;;
 		esac
-		local loadprof=()
+		local loadprof=() dbpid=()
 		[[ -n "$prof" ]] && loadprof=(--cpu-profile "$prof/$w.loadgen.cpu.pprof")
+		# A PostgreSQL of our own (pg-throwaway.sh sets MATCHGRAIN_PG_DIR) is
+		# on this machine: its CPU goes in the report next to the node's.
+		[[ -r "${MATCHGRAIN_PG_DIR:-}/data/postmaster.pid" ]] &&
+			dbpid=(--database-pid "$(head -1 "$MATCHGRAIN_PG_DIR/data/postmaster.pid")")
 		case "$w" in
 		closed*)
 			profile "$w" $(($(secs "$wu") + 5))
 			"$work/matchctl" load --server "$server" --token "$token" --matches "$n" --connection-rate 0 \
-				--warmup "$wu" --duration "$dur" --json "${loadprof[@]}" >"$work/$w.json" || true ;;
+				--warmup "$wu" --duration "$dur" --json "${loadprof[@]}" "${dbpid[@]}" >"$work/$w.json" || true ;;
 		open*)
 			profile "$w" $(($(secs "$wu") + 5))
 			"$work/matchctl" load --server "$server" --token "$token" --matches "$n" --rate "$rate" \
-				--warmup "$wu" --duration "$dur" --json "${loadprof[@]}" >"$work/$w.json" || true ;;
+				--warmup "$wu" --duration "$dur" --json "${loadprof[@]}" "${dbpid[@]}" >"$work/$w.json" || true ;;
 		idle*)
 			"$work/matchctl" load --server "$server" --token "$token" --idle "$idle" --idle-hold "$hold" \
 				--json >"$work/$w.json" &
@@ -153,7 +157,7 @@ run_all() {
 import json, sys
 work, names = sys.argv[1], sys.argv[2:]
 print()
-print("| workload | intents/s | p50 | p90 | p99 | max | skipped ticks | errors | node CPU per intent | node peak RSS | per match (peak − start) | cores busy (load generator) | node's means: intent / append / statement |")
+print("| workload | intents/s | p50 | p90 | p99 | max | skipped ticks | errors | node CPU per intent | node peak RSS | per match (peak − start) | cores busy (load generator / PostgreSQL) | node's means: intent / append / statement |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 idle = []
 for n in names:
@@ -174,7 +178,8 @@ for n in names:
           f"{node.get('cpuMsPerIntent', 0):.3f} ms | {node.get('peakRssBytes', 0)/2**20:.0f} MiB | "
           + (f"{(node.get('peakRssBytes', 0) - node.get('rssBytesAtStart', 0))/r['matches']/1024:.1f} KiB |"
              if r["mode"] == "open" else "— |")
-          + (f" {m['busyCores']:.2f} of {m['cpus']} ({m['loadGeneratorCores']:.2f}) |" if (m := r.get("machine")) else " — |")
+          + (f" {m['busyCores']:.2f} of {m['cpus']} ({m['loadGeneratorCores']:.2f} / "
+             + (f"{m['databaseCores']:.2f}" if "databaseCores" in m else "—") + ") |" if (m := r.get("machine")) else " — |")
           + (f" {t['intent']:.2f} / {t['append']:.2f} / {t['statement']:.2f} ms |" if (t := node.get("serverMs")) else " — |"))
 for r in idle:
     print()

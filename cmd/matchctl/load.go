@@ -35,6 +35,7 @@ type loadFlags struct {
 	idle          int
 	idleHold      time.Duration
 	cpuProfile    string
+	databasePID   int
 }
 
 func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -54,6 +55,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&f.idle, "idle", 0, "hold this many connected, silent sessions (two per match) and report memory per connection")
 	fs.DurationVar(&f.idleHold, "idle-hold", 30*time.Second, "with --idle: how long to hold the sessions once all are connected")
 	fs.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile (pprof) of this load generator over the whole run to this file: is the load tool what the machine spends its cores on?")
+	fs.IntVar(&f.databasePID, "database-pid", 0, "Linux: the pid of a PostgreSQL server on this machine (its postmaster): the report adds the CPU it and its backends used while measuring")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -61,6 +63,8 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	switch {
+	case f.databasePID < 0:
+		return fmt.Errorf("%w: --database-pid must be a process id", errUsage)
 	case f.matches < 1:
 		return fmt.Errorf("%w: --matches must be at least 1", errUsage)
 	case f.connRate < 0:
@@ -330,7 +334,7 @@ func runLoad(ctx context.Context, f *loadFlags, stdout, stderr io.Writer) error 
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	measuring := !steady
-	var machine machineWatch
+	machine := machineWatch{dbPID: f.databasePID}
 	if measuring {
 		node.markStart()
 		machine.markStart()
@@ -468,8 +472,12 @@ func printReport(out io.Writer, r *Report, started int64) {
 		fmt.Fprintln(out, "node: CPU and memory unknown (no process metrics at --metrics)")
 	}
 	if m := r.Machine; m != nil {
-		fmt.Fprintf(out, "machine: %.2f of %d cores busy while measuring, %.2f of them this load generator\n",
+		fmt.Fprintf(out, "machine: %.2f of %d cores busy while measuring, %.2f of them this load generator",
 			m.BusyCores, m.CPUs, m.LoadGeneratorCores)
+		if m.DatabaseCores != nil {
+			fmt.Fprintf(out, ", %.2f the database", *m.DatabaseCores)
+		}
+		fmt.Fprintln(out)
 	}
 	if r.FirstError != "" {
 		fmt.Fprintf(out, "first error: %s\n", r.FirstError)

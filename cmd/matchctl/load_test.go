@@ -67,6 +67,9 @@ func TestLoadServerTimes(t *testing.T) {
 		t.Fatalf("report is not JSON: %v\n%s", err, out)
 	}
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	if r.Machine != nil && r.Machine.DatabaseCores != nil {
+		t.Errorf("a database share (%v cores) without --database-pid", *r.Machine.DatabaseCores)
+	}
 	if r.Node == nil || r.Node.ServerMs == nil || !near(r.Node.ServerMs.Intent, 5) || !near(r.Node.ServerMs.Append, 4) ||
 		!near(r.Node.ServerMs.Statement, 3) {
 		t.Fatalf("node usage %+v, server times %+v, want 5, 4 and 3 ms", r.Node, r.Node.ServerMs)

@@ -12,9 +12,12 @@ import (
 	"time"
 )
 
-// machineWatch takes the machine's and this process's CPU counters at the
-// start and the end of the measured window.
+// machineWatch takes the machine's and this process's CPU counters (and
+// those of the database server at dbPID, if set) at the start and the end
+// of the measured window.
 type machineWatch struct {
+	dbPID             int
+	db0, db1          map[int]uint64 // CPU ticks by pid of the database's processes
 	cpus              int
 	busy0, total0     uint64 // /proc/stat jiffies
 	self0             time.Duration
@@ -29,6 +32,9 @@ func (m *machineWatch) markStart() {
 	var err error
 	m.cpus, m.busy0, m.total0, err = readProcStat()
 	m.self0, m.at0, m.started = selfCPU(), time.Now(), err == nil
+	if m.dbPID > 0 {
+		m.db0 = treeCPU(m.dbPID)
+	}
 }
 
 func (m *machineWatch) markEnd() {
@@ -38,6 +44,9 @@ func (m *machineWatch) markEnd() {
 	var err error
 	_, m.busy1, m.total1, err = readProcStat()
 	m.self1, m.at1, m.finished = selfCPU(), time.Now(), err == nil
+	if m.dbPID > 0 {
+		m.db1 = treeCPU(m.dbPID)
+	}
 }
 
 // usage is nil where /proc/stat could not be read or the window is empty.
@@ -49,11 +58,78 @@ func (m *machineWatch) usage() *MachineUsage {
 	if secs <= 0 {
 		return nil
 	}
-	return &MachineUsage{
+	u := &MachineUsage{
 		CPUs:               m.cpus,
 		BusyCores:          float64(m.busy1-m.busy0) / float64(m.total1-m.total0) * float64(m.cpus),
 		LoadGeneratorCores: (m.self1 - m.self0).Seconds() / secs,
 	}
+	if len(m.db1) > 0 {
+		var ticks uint64
+		for pid, t1 := range m.db1 {
+			// A process started within the window counts from zero.
+			ticks += t1 - min(m.db0[pid], t1)
+		}
+		cores := float64(ticks) / userHZ / secs
+		u.DatabaseCores = &cores
+	}
+	return u
+}
+
+// userHZ is the unit of the CPU times in /proc/PID/stat: USER_HZ, 100 on
+// every Linux architecture Go supports.
+const userHZ = 100
+
+// treeCPU returns the user and system CPU ticks of root and of its direct
+// children (PostgreSQL's backends and helpers are all the postmaster's
+// children), by pid; nil if root is gone.
+func treeCPU(root int) map[int]uint64 {
+	_, ticks, ok := procStat(root)
+	if !ok {
+		return nil
+	}
+	out := map[int]uint64{root: ticks}
+	dir, err := os.ReadDir("/proc")
+	if err != nil {
+		return out
+	}
+	for _, e := range dir {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == root {
+			continue
+		}
+		if parent, t, ok := procStat(pid); ok && parent == root {
+			out[pid] = t
+		}
+	}
+	return out
+}
+
+// procStat reads a process's parent and its user plus system CPU ticks
+// from /proc/PID/stat; false if it cannot (the process exited).
+func procStat(pid int) (ppid int, ticks uint64, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	// The command name, in parentheses, may hold spaces and parentheses:
+	// the fields that follow start after the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	// f[0] is field 3 (state): ppid is field 4, utime 14, stime 15.
+	if len(f) < 13 {
+		return 0, 0, false
+	}
+	pp, err1 := strconv.Atoi(f[1])
+	ut, err2 := strconv.ParseUint(f[11], 10, 64)
+	st, err3 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return 0, 0, false
+	}
+	return pp, ut + st, true
 }
 
 // readProcStat returns the number of CPUs and the busy and total jiffies

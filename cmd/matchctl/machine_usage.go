@@ -13,4 +13,9 @@ type MachineUsage struct {
 	BusyCores float64 `json:"busyCores"`
 	// LoadGeneratorCores is this matchctl's own share of BusyCores.
 	LoadGeneratorCores float64 `json:"loadGeneratorCores"`
+	// DatabaseCores is the share of the PostgreSQL server given by
+	// --database-pid: its postmaster and the backends it had at the end of
+	// the window (a backend that exited within the window is not counted).
+	// Absent without the flag.
+	DatabaseCores *float64 `json:"databaseCores,omitempty"`
 }
