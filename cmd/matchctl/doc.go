@@ -34,7 +34,9 @@
 // (an intent at the edge, its durable append, one database statement); on Linux
 // also how many of this machine's cores were busy meanwhile and how many of
 // them the load generator itself used, since on one machine shared with the
-// node latency is mostly waiting for a CPU once every core is busy.
+// node latency is mostly waiting for a CPU once every core is busy. With
+// --database-pid PID (a PostgreSQL postmaster on this machine) it adds the
+// CPU that server's processes used in the window.
 //
 //	matchctl load ... --matches 1000 --rate 2 --warmup 10s --duration 30s [--json]
 //
