@@ -593,7 +593,9 @@ type pinger struct {
 func (s *Session) startPinger(conn *Conn) *pinger {
 	p := &pinger{s: s, conn: conn}
 	p.mu.Lock()
-	p.t = time.AfterFunc(p.untilDue(time.Now()), p.fire)
+	// The handshake just passed frames both ways: the first ping is due
+	// PingInterval from now at the earliest.
+	p.t = time.AfterFunc(s.cfg.PingInterval, p.fire)
 	p.mu.Unlock()
 	return p
 }
