@@ -14,8 +14,7 @@ type MachineUsage struct {
 	// LoadGeneratorCores is this matchctl's own share of BusyCores.
 	LoadGeneratorCores float64 `json:"loadGeneratorCores"`
 	// DatabaseCores is the share of the PostgreSQL server given by
-	// --database-pid: its postmaster and the backends it had at the end of
-	// the window (a backend that exited within the window is not counted).
-	// Absent without the flag.
+	// --database-pid: its postmaster and its backends, those that ended
+	// within the window included. Absent without the flag.
 	DatabaseCores *float64 `json:"databaseCores,omitempty"`
 }

@@ -6,8 +6,9 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
-	"syscall"
 	"time"
+
+	"github.com/matchgrain/matchgrain/internal/proccpu"
 )
 
 // procGovernor runs the node's Go code on one processor (GOMAXPROCS=1)
@@ -88,7 +89,7 @@ func newProcGovernor(on bool, log *slog.Logger) *procGovernor {
 	}
 	return &procGovernor{
 		raiseAt: procRaiseAt, lowerAt: procLowerAt, quietAfter: procQuietAfter,
-		readCPU: processCPU,
+		readCPU: proccpu.Self,
 		setProcs: func(n int) {
 			if n > 0 {
 				runtime.GOMAXPROCS(n)
@@ -100,15 +101,6 @@ func newProcGovernor(on bool, log *slog.Logger) *procGovernor {
 		},
 		log: log,
 	}
-}
-
-// processCPU is the CPU time of the whole process, all its threads.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // run samples every interval until ctx ends, then restores the default width.

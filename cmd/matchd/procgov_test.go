@@ -10,6 +10,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/matchgrain/matchgrain/internal/proccpu"
 )
 
 // scriptedGovernor is a governor with the default thresholds on a made-up
@@ -153,7 +155,7 @@ func TestProcGovernorRuntime(t *testing.T) {
 	if n := runtime.GOMAXPROCS(0); n != before {
 		t.Fatalf("GOMAXPROCS %d after widening, want the default %d", n, before)
 	}
-	if cpu := processCPU(); cpu <= 0 {
+	if cpu := proccpu.Self(); cpu <= 0 {
 		t.Fatalf("process CPU %v: the governor would read nothing", cpu)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/matchgrain/matchgrain/internal/proccpu"
 )
 
 // pair returns the two ends of a loopback TCP connection; client is wrapped
@@ -322,7 +324,7 @@ func pingPong(b *testing.B, gap time.Duration) {
 				}
 			}()
 			buf := make([]byte, 64)
-			cpu0 := processCPU(b)
+			cpu0 := proccpu.Self()
 			b.ResetTimer()
 			for range b.N {
 				if gap > 0 {
@@ -336,18 +338,9 @@ func pingPong(b *testing.B, gap time.Duration) {
 				}
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(proccpu.Self()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
-}
-
-// processCPU is the CPU time this process has used so far, in nanoseconds.
-func processCPU(b *testing.B) int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatalf("getrusage: %v", err)
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 func TestWrapDial(t *testing.T) {
