@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/matchgrain/matchgrain/internal/buckets"
 	"github.com/matchgrain/matchgrain/persistence"
 )
 
@@ -124,7 +125,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 		AppendDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "matchgrain_store_append_duration_seconds", Help: "Latency of command-log appends (the intent waits for it).",
-			Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5},
+			Buckets: buckets.Latency,
 		}),
 		JournalRebuilds: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "matchgrain_grain_journal_rebuilds_total",

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/matchgrain/matchgrain/internal/buckets"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -119,7 +120,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: "matchgrain_edge_intent_duration_seconds",
 		Help: "From an intent frame's arrival to the match's answer: the cluster hop, the grain, its durable " +
 			"append and the push of the result to the sockets' writers; not the write itself, not the client.",
-		Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5},
+		Buckets: buckets.Latency,
 	})
 	m.ticketsIssued = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "matchgrain_edge_tickets_issued_total", Help: "Tickets issued by the HTTP API.",

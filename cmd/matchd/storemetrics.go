@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/matchgrain/matchgrain/internal/buckets"
 	"github.com/matchgrain/matchgrain/persistence"
 )
 
@@ -56,7 +57,6 @@ func newStatementHistogram() prometheus.Histogram {
 		Help: "Time PostgreSQL took to answer one of the group-commit writer's statements, commit included, " +
 			"without the wait in the writer's queue: against matchgrain_store_append_duration_seconds it " +
 			"tells a slow database from appends queueing in the node.",
-		// Those of the append histogram, so that the two compare bucket by bucket.
-		Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5},
+		Buckets: buckets.Latency,
 	})
 }
