@@ -80,15 +80,31 @@ func stat(pid int) []string {
 	return f
 }
 
-// runTime is a process's time on a CPU so far: from /proc/PID/schedstat in
-// nanoseconds, or, where the kernel keeps no schedstat, from its stat
-// fields f (utime and stime, in ticks).
+// runTime is a process's time on a CPU so far: the sum over its threads
+// of their time in /proc/PID/task/TID/schedstat, in nanoseconds (the
+// process's own schedstat is its main thread's only, which in a Go program
+// may sit parked while other threads work), or, where the kernel keeps no
+// schedstat, its stat fields f (utime and stime of all its threads, in
+// ticks).
 func runTime(pid int, f []string) time.Duration {
-	if raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/schedstat"); err == nil {
-		if fs := strings.Fields(string(raw)); len(fs) > 0 {
-			if ns, err := strconv.ParseInt(fs[0], 10, 64); err == nil {
-				return time.Duration(ns)
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	if tasks, err := os.ReadDir(dir); err == nil {
+		var sum time.Duration
+		counted := false
+		for _, t := range tasks {
+			raw, err := os.ReadFile(dir + t.Name() + "/schedstat")
+			if err != nil {
+				continue // the thread ended meanwhile
 			}
+			if fs := strings.Fields(string(raw)); len(fs) > 0 {
+				if ns, err := strconv.ParseInt(fs[0], 10, 64); err == nil {
+					sum += time.Duration(ns)
+					counted = true
+				}
+			}
+		}
+		if counted {
+			return sum
 		}
 	}
 	var ticks int64

@@ -3,6 +3,7 @@ package proccpu
 import (
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -55,6 +56,43 @@ func TestTreeCountsChildren(t *testing.T) {
 	after, _ := Tree(pid)
 	if after < during {
 		t.Fatalf("the tree's CPU fell from %v to %v when a child was reaped", during, after)
+	}
+}
+
+func init() {
+	// The main goroutine keeps the main thread: in the helper process of
+	// TestTreeCountsAllThreads, whose test then spins on other threads
+	// while the main thread waits.
+	runtime.LockOSThread()
+}
+
+// TestTreeCountsAllThreads: a process whose main thread waits while
+// another thread works (a Go program's usual shape) is counted busy.
+func TestTreeCountsAllThreads(t *testing.T) {
+	if os.Getenv("PROCCPU_SPIN") == "1" {
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); {
+		}
+		return
+	}
+	spinner := exec.Command(os.Args[0], "-test.run=^TestTreeCountsAllThreads$")
+	spinner.Env = append(os.Environ(), "PROCCPU_SPIN=1")
+	if err := spinner.Start(); err != nil {
+		t.Fatalf("start a spinning copy of the test: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = spinner.Process.Kill()
+		_ = spinner.Wait()
+	})
+	pid := spinner.Process.Pid
+	time.Sleep(200 * time.Millisecond) // past its start
+	before, ok := Tree(pid)
+	if !ok {
+		t.Fatal("Tree: the process is not visible")
+	}
+	time.Sleep(500 * time.Millisecond)
+	after, _ := Tree(pid)
+	if d := after - before; d < 100*time.Millisecond {
+		t.Fatalf("a process spinning on a thread other than its main one used %v in 500 ms of wall time, want most of it", d)
 	}
 }
 
