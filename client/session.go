@@ -51,6 +51,14 @@ type Config struct {
 	// Logger receives connection events (default slog.Default()). Tickets
 	// are never logged.
 	Logger *slog.Logger
+	// OnIntentResult, if set, is called with the result of each intent
+	// sent by SendIntent and its round trip: from the start of the
+	// intent's first send to the moment its result frame was read. It
+	// runs on the session's reader, before the result reaches Frames, so
+	// the time is the network's and the server's, not the time the
+	// application took to look; it must not block. A duplicate result
+	// (an intent re-sent after a reconnect) is not reported twice.
+	OnIntentResult func(r *protocol.ServerIntentResult, roundTrip time.Duration)
 }
 
 // Session errors.
@@ -92,7 +100,7 @@ type Session struct {
 	seat        int
 	lastSeq     int64
 	resyncAsked bool // a gap resync is in flight
-	pending     []*protocol.ClientIntent
+	pending     []pendingIntent
 	snapshot    *protocol.MatchView
 	board       Board
 	boardValid  bool
@@ -113,6 +121,12 @@ type Session struct {
 }
 
 const maxMismatches = 32
+
+// pendingIntent is an intent sent and not yet answered.
+type pendingIntent struct {
+	f      *protocol.ClientIntent
+	sentAt time.Time // when SendIntent began to send it (the round trip's start)
+}
 
 // Start connects (retrying per Backoff), completes the handshake and returns
 // the running Session; it fails if no attempt succeeds. The session runs
@@ -296,7 +310,7 @@ func (s *Session) SendIntent(in protocol.Intent) (string, error) {
 		return "", ErrClosed
 	}
 	f := &protocol.ClientIntent{IntentID: id, BasedOnSeq: s.lastSeq, Intent: in}
-	s.pending = append(s.pending, f)
+	s.pending = append(s.pending, pendingIntent{f: f, sentAt: time.Now()})
 	conn := s.conn
 	s.mu.Unlock()
 	if conn != nil {
@@ -493,7 +507,10 @@ func (s *Session) adopt(conn *Conn, h *protocol.ServerHello) error {
 	s.conn = conn
 	s.seat = h.PlayerIndex
 	s.resyncAsked = false
-	pending := append([]*protocol.ClientIntent(nil), s.pending...)
+	pending := make([]*protocol.ClientIntent, len(s.pending))
+	for i, p := range s.pending {
+		pending[i] = p.f
+	}
 	s.mu.Unlock()
 	if !s.deliver(h) {
 		return ErrClosed
@@ -569,7 +586,7 @@ func (s *Session) readLoop(conn *Conn) error {
 		if err != nil {
 			return err
 		}
-		if !s.handle(conn, f) {
+		if !s.handle(conn, f, time.Now()) {
 			return ErrClosed
 		}
 	}
@@ -646,7 +663,7 @@ func (p *pinger) stop() {
 }
 
 // handle processes one frame; false means the session is closed.
-func (s *Session) handle(conn *Conn, f protocol.ServerFrame) bool {
+func (s *Session) handle(conn *Conn, f protocol.ServerFrame, readAt time.Time) bool {
 	switch f := f.(type) {
 	case *protocol.ServerPing:
 		if err := s.send(conn, &protocol.ClientPong{Nonce: f.Nonce}); err != nil {
@@ -682,14 +699,19 @@ func (s *Session) handle(conn *Conn, f protocol.ServerFrame) bool {
 		s.mu.Unlock()
 		return s.deliver(f)
 	case *protocol.ServerIntentResult:
+		var sentAt time.Time
 		s.mu.Lock()
 		for i, p := range s.pending {
-			if p.IntentID == f.IntentID {
+			if p.f.IntentID == f.IntentID {
+				sentAt = p.sentAt
 				s.pending = append(s.pending[:i], s.pending[i+1:]...)
 				break
 			}
 		}
 		s.mu.Unlock()
+		if !sentAt.IsZero() && s.cfg.OnIntentResult != nil {
+			s.cfg.OnIntentResult(f, readAt.Sub(sentAt))
+		}
 		return s.deliver(f)
 	default:
 		return s.deliver(f)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -298,6 +299,76 @@ func TestSessionResendsPendingIntent(t *testing.T) {
 	}
 	if s.PendingIntents() != 0 || s.Reconnects() != 1 {
 		t.Errorf("pending %d reconnects %d", s.PendingIntents(), s.Reconnects())
+	}
+}
+
+// roundTrips records what a session's OnIntentResult reports.
+type roundTrips struct {
+	mu  sync.Mutex
+	ids []string
+	rtt []time.Duration
+}
+
+func (r *roundTrips) add(res *protocol.ServerIntentResult, rtt time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ids = append(r.ids, res.IntentID)
+	r.rtt = append(r.rtt, rtt)
+}
+
+func (r *roundTrips) get() ([]string, []time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.ids), slices.Clone(r.rtt)
+}
+
+// TestSessionReportsIntentRoundTrips: OnIntentResult reports each intent's
+// result once, on the session's reader (before the application reads the
+// result from Frames), timed from the intent's first send: an intent sent
+// while the connection is down and answered after the reconnect counts the
+// time it waited.
+func TestSessionReportsIntentRoundTrips(t *testing.T) {
+	e := newEnv(t)
+	p := newProxy(t, e.srv.TCPAddr)
+	var got roundTrips
+	s := e.start(t, "tcp://"+p.addr(), 0, func(c *client.Config) {
+		c.MaxAttempts = -1
+		c.OnIntentResult = got.add
+	})
+	waitFrame[*protocol.ServerSnapshot](t, s)
+
+	// Answered while nobody reads Frames: the reader reports it anyway.
+	before := time.Now()
+	first, err := s.SendIntent(protocol.EndTurn{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, func() bool { ids, _ := got.get(); return len(ids) == 1 })
+	ids, rtts := got.get()
+	if ids[0] != first || rtts[0] <= 0 || rtts[0] > time.Since(before) {
+		t.Fatalf("reported %v %v for intent %s sent %v ago", ids, rtts, first, time.Since(before))
+	}
+	if r := waitFrame[*protocol.ServerIntentResult](t, s); r.IntentID != first {
+		t.Fatalf("result %+v, want intent %s", *r, first)
+	}
+
+	// Sent while the connection is down: the wait is part of its round trip.
+	p.setDown(true)
+	p.cut()
+	pollUntil(t, func() bool { return errors.Is(s.Resync(false), client.ErrNotConnected) })
+	second, err := s.SendIntent(protocol.EndTurn{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const down = 150 * time.Millisecond
+	time.Sleep(down)
+	p.setDown(false)
+	if r := waitFrame[*protocol.ServerIntentResult](t, s); r.IntentID != second {
+		t.Fatalf("result %+v, want intent %s", *r, second)
+	}
+	ids, rtts = got.get()
+	if len(ids) != 2 || ids[1] != second || rtts[1] < down {
+		t.Fatalf("reported %v %v, want %s with a round trip of at least %v", ids, rtts, second, down)
 	}
 }
 

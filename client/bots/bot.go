@@ -39,8 +39,7 @@ type bot struct {
 	chaos     bool                             // drop the connection at random, mostly after decision-only intents
 	verify    bool                             // a full snapshot after every batch, compared with the Board
 	think     time.Duration
-	minGap    time.Duration // at least this long between two of the bot's intents
-	stats     *Stats
+	minGap    time.Duration   // at least this long between two of the bot's intents
 	pace      *pacer          // nil: closed loop (send as soon as decided)
 	ctx       context.Context // the match's; ends a wait for the pacer
 
@@ -249,7 +248,6 @@ func (b *bot) handle(f protocol.ServerFrame) bool {
 		b.decide()
 	case *protocol.ServerIntentResult:
 		if f.IntentID == b.pending {
-			b.stats.add(time.Since(b.sentAt), f.Accepted)
 			b.pending = ""
 			if f.Accepted {
 				b.waitSeq = max(b.waitSeq, f.EventSeq)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/matchgrain/matchgrain/client"
+	"github.com/matchgrain/matchgrain/protocol"
 )
 
 // MatchOptions says how PlayMatch creates and plays a match.
@@ -111,6 +112,13 @@ func PlayMatch(ctx context.Context, admin *client.Admin, o MatchOptions) (MatchR
 			ClientBuild: "matchgrain-bot",
 			MaxAttempts: -1,
 			Logger:      log.With("seat", seat),
+			// Timed on the session's reader, as the result arrives: a bot
+			// handles its frames on a goroutine of its own, and the wait
+			// for that goroutine to run is the load tool's, not the
+			// server's (on a busy machine, milliseconds at the tail).
+			OnIntentResult: func(r *protocol.ServerIntentResult, roundTrip time.Duration) {
+				st.add(roundTrip, r.Accepted)
+			},
 		})
 		if err != nil {
 			for _, prev := range sessions[:seat] {
@@ -154,7 +162,6 @@ func PlayMatch(ctx context.Context, admin *client.Admin, o MatchOptions) (MatchR
 			verify:    o.Verify,
 			think:     o.Think,
 			minGap:    minGap(o.ConnectionRate),
-			stats:     st,
 			pace:      pace,
 			ctx:       ctx,
 		}
