@@ -5,8 +5,9 @@
 # WebSocket by `matchctl load` on the same machine. Each workload gets a fresh
 # node (and database schema), so its memory figures start from an idle node.
 # The last column is the node's own account of the window, from its latency
-# histograms: the mean time of an intent at the edge, of its durable append,
-# and of one PostgreSQL statement of the group-commit writer.
+# histograms: the mean time of an intent at the edge (with its p50 and p99
+# estimated from the histogram's buckets), of its durable append, and of one
+# PostgreSQL statement of the group-commit writer.
 #
 # Usage: deploy/measure.sh [WORKLOAD...]
 #   closed100   closed loop, 100 matches at once (bots decide as fast as they can;
@@ -157,7 +158,7 @@ run_all() {
 import json, sys
 work, names = sys.argv[1], sys.argv[2:]
 print()
-print("| workload | intents/s | p50 | p90 | p99 | max | skipped ticks | errors | node CPU per intent | node peak RSS | per match (peak − start) | cores busy (load generator / PostgreSQL) | node's means: intent / append / statement |")
+print("| workload | intents/s | p50 | p90 | p99 | max | skipped ticks | errors | node CPU per intent | node peak RSS | per match (peak − start) | cores busy (load generator / PostgreSQL) | node's times: intent mean (p50 / p99) / append / statement |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 idle = []
 for n in names:
@@ -180,7 +181,8 @@ for n in names:
              if r["mode"] == "open" else "— |")
           + (f" {m['busyCores']:.2f} of {m['cpus']} ({m['loadGeneratorCores']:.2f} / "
              + (f"{m['databaseCores']:.2f}" if "databaseCores" in m else "—") + ") |" if (m := r.get("machine")) else " — |")
-          + (f" {t['intent']:.2f} / {t['append']:.2f} / {t['statement']:.2f} ms |" if (t := node.get("serverMs")) else " — |"))
+          + (f" {t['intent']:.2f} ({t.get('intentP50', 0):.1f} / {t.get('intentP99', 0):.1f}) / {t['append']:.2f} / {t['statement']:.2f} ms |"
+             if (t := node.get("serverMs")) else " — |"))
 for r in idle:
     print()
     print(f"idle: {r['connected']:,} of {r['sessions']:,} sessions connected, {r['dropped']} dropped, held {r['heldSeconds']:.0f} s; "

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"runtime/pprof"
@@ -170,6 +171,12 @@ type ServerTimes struct {
 	Append float64 `json:"append"`
 	// Statement: one group-commit statement, without the writer's queue.
 	Statement float64 `json:"statement"`
+	// IntentP50 and IntentP99 are percentiles of Intent, estimated as
+	// Prometheus's histogram_quantile does: linearly within the bucket
+	// that holds them, so no finer than the buckets' bounds (…, 2, 5, 10,
+	// 20, 50 ms, …). Zero when the window saw no intent.
+	IntentP50 float64 `json:"intentP50"`
+	IntentP99 float64 `json:"intentP99"`
 }
 
 // serverHistograms are the histograms behind ServerTimes, in its field order.
@@ -182,11 +189,47 @@ var serverHistograms = [3]string{
 // histTotals are a histogram's sum and count at one scrape.
 type histTotals struct{ sum, count float64 }
 
+// bucketCount is one cumulative bucket of a histogram at one scrape.
+type bucketCount struct{ le, count float64 }
+
 // nodeScrape is one read of the node's /metrics.
 type nodeScrape struct {
 	cpu, rss float64
 	hist     [len(serverHistograms)]histTotals
 	haveHist bool // all of serverHistograms were there
+	// intentBuckets are the buckets of serverHistograms[0], in the
+	// exposition's order (ascending bounds, +Inf last).
+	intentBuckets []bucketCount
+}
+
+// quantile estimates the q-quantile of the observations that fell between
+// two reads of one histogram's cumulative buckets (the same bounds in the
+// same order), as histogram_quantile does: linearly within the bucket that
+// holds it; in the +Inf bucket, the highest finite bound. ok is false when
+// there were none.
+func quantile(q float64, start, end []bucketCount) (v float64, ok bool) {
+	if len(end) == 0 || len(start) != len(end) {
+		return 0, false
+	}
+	count := func(i int) float64 { return end[i].count - start[i].count }
+	total := count(len(end) - 1)
+	if total <= 0 {
+		return 0, false
+	}
+	rank := q * total
+	lower, below := 0.0, 0.0
+	for i, b := range end {
+		c := count(i)
+		if c < rank {
+			lower, below = b.le, c
+			continue
+		}
+		if math.IsInf(b.le, 1) {
+			return lower, true
+		}
+		return lower + (b.le-lower)*(rank-below)/(c-below), true
+	}
+	return lower, true
 }
 
 // window records intent results and ticks between start and end; before
@@ -471,6 +514,11 @@ func printReport(out io.Writer, r *Report, started int64) {
 	} else {
 		fmt.Fprintln(out, "node: CPU and memory unknown (no process metrics at --metrics)")
 	}
+	if t := r.Node; t != nil && t.ServerMs != nil {
+		sm := t.ServerMs
+		fmt.Fprintf(out, "node's own times: intent %.2f ms mean (p50 ≈ %.1f, p99 ≈ %.1f ms from its buckets), durable append %.2f ms, statement %.2f ms\n",
+			sm.Intent, sm.IntentP50, sm.IntentP99, sm.Append, sm.Statement)
+	}
 	if m := r.Machine; m != nil {
 		fmt.Fprintf(out, "machine: %.2f of %d cores busy while measuring, %.2f of them this load generator",
 			m.BusyCores, m.CPUs, m.LoadGeneratorCores)
@@ -509,6 +557,9 @@ type nodeWatch struct {
 	// bound the window; histOK says every read in the window had them.
 	hist, histStart, histEnd [len(serverHistograms)]histTotals
 	histOK                   bool
+	// intentBuckets, and their reads at the window's bounds, for the
+	// intent percentiles.
+	intentBuckets, intentStart, intentEnd []bucketCount
 }
 
 func newNodeWatch(url string) *nodeWatch {
@@ -530,7 +581,7 @@ func (n *nodeWatch) sample() {
 	}
 	n.ok = true
 	n.cpu, n.rss = sc.cpu, sc.rss
-	n.hist = sc.hist
+	n.hist, n.intentBuckets = sc.hist, sc.intentBuckets
 	n.histOK = n.histOK && sc.haveHist
 	if n.measuring {
 		n.peak = max(n.peak, sc.rss)
@@ -540,11 +591,11 @@ func (n *nodeWatch) sample() {
 func (n *nodeWatch) markStart() {
 	n.sample()
 	n.cpuStart, n.peak, n.measuring = n.cpu, n.rss, true
-	n.histStart = n.hist
+	n.histStart, n.intentStart = n.hist, n.intentBuckets
 }
 
 func (n *nodeWatch) markEnd() {
-	n.cpuEnd, n.histEnd = n.cpu, n.hist
+	n.cpuEnd, n.histEnd, n.intentEnd = n.cpu, n.hist, n.intentBuckets
 	n.measuring = false // the peak RSS is the window's too
 }
 
@@ -560,7 +611,14 @@ func (n *nodeWatch) serverTimes() *ServerTimes {
 			ms[i] = (n.histEnd[i].sum - n.histStart[i].sum) * 1000 / c
 		}
 	}
-	return &ServerTimes{Intent: ms[0], Append: ms[1], Statement: ms[2]}
+	t := &ServerTimes{Intent: ms[0], Append: ms[1], Statement: ms[2]}
+	if p, ok := quantile(0.5, n.intentStart, n.intentEnd); ok {
+		t.IntentP50 = p * 1000
+	}
+	if p, ok := quantile(0.99, n.intentStart, n.intentEnd); ok {
+		t.IntentP99 = p * 1000
+	}
+	return t
 }
 
 func (n *nodeWatch) usage(intents int) *NodeUsage {
@@ -607,6 +665,12 @@ func scrapeNode(c *http.Client, url string) (nodeScrape, error) {
 		case "process_resident_memory_bytes":
 			sc.rss, haveRSS = v, true
 		default:
+			if le, ok := strings.CutPrefix(name, serverHistograms[0]+`_bucket{le="`); ok {
+				if b, err := strconv.ParseFloat(strings.TrimSuffix(le, `"}`), 64); err == nil {
+					sc.intentBuckets = append(sc.intentBuckets, bucketCount{le: b, count: v})
+				}
+				continue
+			}
 			for i, h := range serverHistograms {
 				switch strings.TrimPrefix(name, h) {
 				case "_sum":

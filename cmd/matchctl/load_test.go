@@ -31,7 +31,9 @@ func processMetrics(t *testing.T) (*httptest.Server, *atomic.Int64) {
 }
 
 // serverMetrics is processMetrics with the node's latency histograms: every
-// scrape adds 2 intents of 5 ms, 2 appends of 4 ms and 1 statement of 3 ms.
+// scrape adds 100 intents of 5 ms on average (40 within 2 ms, 90 within
+// 5 ms, 98 within 10 ms, all within 20 ms), 2 appends of 4 ms and 1
+// statement of 3 ms.
 func serverMetrics(t *testing.T) *httptest.Server {
 	var n atomic.Int64
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -41,12 +43,17 @@ func serverMetrics(t *testing.T) *httptest.Server {
 			name       string
 			count, sum float64
 		}{
-			{"matchgrain_edge_intent_duration_seconds", 2, 0.010},
+			{"matchgrain_edge_intent_duration_seconds", 100, 0.5},
 			{"matchgrain_store_append_duration_seconds", 2, 0.008},
 			{"matchgrain_store_statement_duration_seconds", 1, 0.003},
 		} {
-			fmt.Fprintf(w, "# TYPE %[1]s histogram\n%[1]s_bucket{le=\"+Inf\"} %[2]g\n%[1]s_sum %[3]g\n%[1]s_count %[2]g\n",
-				h.name, i*h.count, i*h.sum)
+			fmt.Fprintf(w, "# TYPE %s histogram\n", h.name)
+			if h.name == "matchgrain_edge_intent_duration_seconds" {
+				for _, b := range []struct{ le, count float64 }{{0.001, 0}, {0.002, 40}, {0.005, 90}, {0.01, 98}, {0.02, 100}} {
+					fmt.Fprintf(w, "%s_bucket{le=\"%g\"} %g\n", h.name, b.le, i*b.count)
+				}
+			}
+			fmt.Fprintf(w, "%[1]s_bucket{le=\"+Inf\"} %[2]g\n%[1]s_sum %[3]g\n%[1]s_count %[2]g\n", h.name, i*h.count, i*h.sum)
 		}
 	}))
 	t.Cleanup(hs.Close)
@@ -73,6 +80,43 @@ func TestLoadServerTimes(t *testing.T) {
 	if r.Node == nil || r.Node.ServerMs == nil || !near(r.Node.ServerMs.Intent, 5) || !near(r.Node.ServerMs.Append, 4) ||
 		!near(r.Node.ServerMs.Statement, 3) {
 		t.Fatalf("node usage %+v, server times %+v, want 5, 4 and 3 ms", r.Node, r.Node.ServerMs)
+	}
+	// The 50th of each 100 is the 10th of the 50 between 2 and 5 ms; the
+	// 99th the first of the 2 between 10 and 20 ms.
+	if sm := r.Node.ServerMs; !near(sm.IntentP50, 2.6) || !near(sm.IntentP99, 15) {
+		t.Errorf("intent p50 %v, p99 %v, want 2.6 and 15 ms", sm.IntentP50, sm.IntentP99)
+	}
+}
+
+// TestQuantile: the estimate within a bucket, in the first and in the +Inf
+// bucket, and none without observations or with buckets that differ.
+func TestQuantile(t *testing.T) {
+	at := func(counts ...float64) []bucketCount {
+		les := []float64{0.001, 0.002, 0.005, math.Inf(1)}
+		out := make([]bucketCount, len(counts))
+		for i, c := range counts {
+			out[i] = bucketCount{le: les[i], count: c}
+		}
+		return out
+	}
+	start := at(10, 20, 30, 40)
+	for _, tc := range []struct {
+		name string
+		q    float64
+		end  []bucketCount
+		want float64
+		ok   bool
+	}{
+		{"first bucket", 0.5, at(20, 30, 40, 50), 0.0005, true},
+		{"within a bucket", 0.5, at(10, 20, 50, 60), 0.002 + 0.003*0.5, true},
+		{"+Inf bucket: the highest finite bound", 0.99, at(10, 20, 30, 50), 0.005, true},
+		{"no observations", 0.5, at(10, 20, 30, 40), 0, false},
+		{"buckets that differ", 0.5, at(10, 20, 30), 0, false},
+	} {
+		got, ok := quantile(tc.q, start, tc.end)
+		if ok != tc.ok || math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: quantile(%v) = %v, %v; want %v, %v", tc.name, tc.q, got, ok, tc.want, tc.ok)
+		}
 	}
 }
 
