@@ -278,13 +278,11 @@ func TestSessionSurvivesCuts(t *testing.T) {
 	}
 }
 
-// TestSessionResendsPendingIntent: an intent sent while the network is down
-// is sent after the reconnect, under the same id.
-func TestSessionResendsPendingIntent(t *testing.T) {
-	e := newEnv(t)
-	p := newProxy(t, e.srv.TCPAddr)
-	s := e.start(t, "tcp://"+p.addr(), 0, func(c *client.Config) { c.MaxAttempts = -1 })
-	waitFrame[*protocol.ServerSnapshot](t, s)
+// sendWhileCut cuts the session's connection through p, keeps p down,
+// waits until the session knows it is not connected, and sends an EndTurn
+// intent, which the session keeps for the reconnect; it returns its id.
+func sendWhileCut(t *testing.T, p *proxy, s *client.Session) string {
+	t.Helper()
 	p.setDown(true)
 	p.cut()
 	pollUntil(t, func() bool { return errors.Is(s.Resync(false), client.ErrNotConnected) })
@@ -292,6 +290,17 @@ func TestSessionResendsPendingIntent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return id
+}
+
+// TestSessionResendsPendingIntent: an intent sent while the network is down
+// is sent after the reconnect, under the same id.
+func TestSessionResendsPendingIntent(t *testing.T) {
+	e := newEnv(t)
+	p := newProxy(t, e.srv.TCPAddr)
+	s := e.start(t, "tcp://"+p.addr(), 0, func(c *client.Config) { c.MaxAttempts = -1 })
+	waitFrame[*protocol.ServerSnapshot](t, s)
+	id := sendWhileCut(t, p, s)
 	p.setDown(false)
 	r := waitFrame[*protocol.ServerIntentResult](t, s)
 	if r.IntentID != id || !r.Accepted {
@@ -353,13 +362,7 @@ func TestSessionReportsIntentRoundTrips(t *testing.T) {
 	}
 
 	// Sent while the connection is down: the wait is part of its round trip.
-	p.setDown(true)
-	p.cut()
-	pollUntil(t, func() bool { return errors.Is(s.Resync(false), client.ErrNotConnected) })
-	second, err := s.SendIntent(protocol.EndTurn{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	second := sendWhileCut(t, p, s)
 	const down = 150 * time.Millisecond
 	time.Sleep(down)
 	p.setDown(false)

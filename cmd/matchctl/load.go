@@ -173,8 +173,10 @@ type ServerTimes struct {
 	Statement float64 `json:"statement"`
 	// IntentP50 and IntentP99 are percentiles of Intent, estimated as
 	// Prometheus's histogram_quantile does: linearly within the bucket
-	// that holds them, so no finer than the buckets' bounds (…, 2, 5, 10,
-	// 20, 50 ms, …). Zero when the window saw no intent.
+	// that holds them, so no finer than the buckets' bounds
+	// (internal/buckets: …, 2, 3, 5, 7.5, 10, 15, 20, 30, 50 ms, …). Zero
+	// when the window saw no intent. Only buckets labelled by le alone are
+	// read (the edge's histogram has no other label).
 	IntentP50 float64 `json:"intentP50"`
 	IntentP99 float64 `json:"intentP99"`
 }

@@ -12,10 +12,12 @@ import (
 const userHZ = 100
 
 // Tree is the CPU time root and its children have used so far: the live
-// ones by their time on a CPU (/proc/PID/schedstat, nanoseconds), the
-// children root has already reaped through its cutime and cstime. The
-// difference of two readings is the tree's CPU in between, also when
-// children came or went (a reaped child's whole time moves into cutime).
+// ones by their threads' time on a CPU (runTime), the children root has
+// already reaped through its cutime and cstime. The difference of two
+// readings is the tree's CPU in between, also when children came or went
+// (a reaped child's whole time moves into cutime); a thread that ends
+// within a live process takes its time with it, which does not happen to
+// PostgreSQL's single-threaded processes.
 // ok is false when root is gone or not visible (another pid namespace).
 func Tree(root int) (cpu time.Duration, ok bool) {
 	f := stat(root)
