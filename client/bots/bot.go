@@ -16,7 +16,7 @@ import (
 // among the legal intents its session's Board keeps from the Decision event
 // that ends every batch. It asks for a snapshot only where the protocol says
 // so: an intent rejected as Stale or Illegal (its Board disagrees with the
-// server), a stall of stallAfter without any frame (a safety net that
+// server), a stall without progress (stallTimeout: a safety net that
 // normal play never needs), the final state in verify mode, and after every
 // batch in verify mode, where the session compares the Board with each
 // snapshot.
@@ -29,19 +29,21 @@ import (
 // Board has reached the eventSeq of its last accepted intent, so it never
 // decides on the state before its own intent.
 type bot struct {
-	name      string
-	s         *client.Session
-	rng       *rand.Rand
-	logf      func(format string, args ...any) // nil: quiet
-	narrate   bool                             // print the match's events
-	announce  bool                             // print the bot's decisions
-	killEvery int                              // drop the connection every N intents (0: never)
-	chaos     bool                             // drop the connection at random, mostly after decision-only intents
-	verify    bool                             // a full snapshot after every batch, compared with the Board
-	think     time.Duration
-	minGap    time.Duration   // at least this long between two of the bot's intents
-	pace      *pacer          // nil: closed loop (send as soon as decided)
-	ctx       context.Context // the match's; ends a wait for the pacer
+	name       string
+	s          *client.Session
+	rng        *rand.Rand
+	logf       func(format string, args ...any) // nil: quiet
+	narrate    bool                             // print the match's events
+	announce   bool                             // print the bot's decisions
+	killEvery  int                              // drop the connection every N intents (0: never)
+	chaos      bool                             // drop the connection at random, mostly after decision-only intents
+	verify     bool                             // a full snapshot after every batch, compared with the Board
+	think      time.Duration
+	minGap     time.Duration   // at least this long between two of the bot's intents
+	pace       *pacer          // nil: closed loop (send as soon as decided)
+	ctx        context.Context // the match's; ends a wait for the pacer
+	stallAfter time.Duration   // no progress for this long: ask for a snapshot
+	stats      *Stats
 
 	pending   string // intentId awaiting its result
 	sentAt    time.Time
@@ -53,8 +55,24 @@ type bot struct {
 	snapshots int // snapshots this bot asked for
 }
 
-// stallAfter: after this long without progress a bot asks for a snapshot.
-const stallAfter = 2 * time.Second
+// minStallAfter: after this long without progress a bot asks for a
+// snapshot, unless its match is paced so slowly that progress comes later
+// than that in normal play (see stallTimeout).
+const minStallAfter = 2 * time.Second
+
+// stallTimeout is how long a bot waits without progress before it asks for
+// a snapshot. An open-loop match makes progress once per tick at best, and
+// a bot that thinks before each decision once per think, so the safety net
+// waits three of those: at 0.1 intents/s a fixed 2 s had every bot of a
+// quiet match ask for a snapshot every 2 s, many more snapshots than
+// intents, which a load test then measured as the server's work.
+func stallTimeout(pace *pacer, think time.Duration) time.Duration {
+	d := minStallAfter
+	if pace != nil {
+		d = max(d, 3*pace.interval)
+	}
+	return max(d, 3*think)
+}
 
 // DefaultConnectionRate keeps a bot under the protocol's 16 intents per
 // second per connection (docs/protocol.md §2), with a margin for jitter.
@@ -73,6 +91,7 @@ type Stats struct {
 	rejected  int
 	ticks     int
 	skipped   int
+	snapshots int
 }
 
 // Observation is one intent result (Tick false) or one open-loop tick.
@@ -107,6 +126,21 @@ func (st *Stats) tick(skipped bool) {
 	if st.Observe != nil {
 		st.Observe(Observation{At: time.Now(), Tick: true, Skipped: skipped})
 	}
+}
+
+func (st *Stats) snapshot() {
+	st.mu.Lock()
+	st.snapshots++
+	st.mu.Unlock()
+}
+
+// Snapshots returns how many snapshots the bots have asked for so far
+// (stalls, Stale or Illegal rejections, and every batch in verify mode):
+// a load test whose bots ask for many measures the snapshots too.
+func (st *Stats) Snapshots() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.snapshots
 }
 
 // Ticks returns the open-loop ticks so far and how many were skipped.
@@ -149,7 +183,7 @@ func (b *bot) play(ctx context.Context) (Result, error) {
 	// checks: a load tool runs thousands of bots, and a ticker woke each
 	// of them every second for nothing (as many wake-ups as intents at
 	// 1,000 matches × 2/s).
-	stall := time.NewTimer(stallAfter)
+	stall := time.NewTimer(b.stallAfter)
 	defer stall.Stop()
 	for {
 		select {
@@ -159,11 +193,11 @@ func (b *bot) play(ctx context.Context) (Result, error) {
 			if b.pending != "" {
 				// Its result (or the session's resend after a reconnect)
 				// is the progress to wait for; look again soon.
-				stall.Reset(stallAfter / 2)
+				stall.Reset(b.stallAfter / 2)
 				continue
 			}
 			b.resync()
-			stall.Reset(stallAfter)
+			stall.Reset(b.stallAfter)
 		case f, ok := <-b.s.Frames():
 			if !ok {
 				return Result{}, fmt.Errorf("%s: session ended: %w", b.name, b.s.Err())
@@ -171,7 +205,7 @@ func (b *bot) play(ctx context.Context) (Result, error) {
 			if _, clock := f.(*protocol.ServerClock); !clock {
 				// Clocks tick while nothing happens: they are not progress,
 				// or a stalled bot would never ask for a fresh snapshot.
-				stall.Reset(stallAfter)
+				stall.Reset(b.stallAfter)
 			}
 			if done := b.handle(f); done {
 				checked, mism := b.s.Consistency()
@@ -188,6 +222,9 @@ func (b *bot) play(ctx context.Context) (Result, error) {
 
 func (b *bot) resync() {
 	b.snapshots++
+	if b.stats != nil {
+		b.stats.snapshot()
+	}
 	if err := b.s.Resync(true); err != nil && !errors.Is(err, client.ErrNotConnected) {
 		b.say("resync failed: %v", err)
 	}

@@ -3,6 +3,7 @@ package bots
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matchgrain/matchgrain/client"
 	"github.com/matchgrain/matchgrain/protocol"
@@ -35,5 +36,27 @@ func TestWeights(t *testing.T) {
 	}
 	if weight(protocol.Ride{}) <= weight(protocol.SkipRide{}) || weight(protocol.Attack{BoosterSlot: protocol.IntPtr(1)}) <= weight(protocol.EndTurn{}) {
 		t.Fatal("bots would rather pass than play")
+	}
+}
+
+func TestStallTimeout(t *testing.T) {
+	cases := []struct {
+		rate  float64
+		think time.Duration
+		want  time.Duration
+	}{
+		{0, 0, minStallAfter},             // closed loop
+		{2, 0, minStallAfter},             // a tick every 0.5 s
+		{0.1, 0, 30 * time.Second},        // a tick every 10 s
+		{0, time.Second, 3 * time.Second}, // a bot that thinks 1 s
+	}
+	for _, c := range cases {
+		var p *pacer
+		if c.rate > 0 {
+			p = newPacer(c.rate, &Stats{})
+		}
+		if got := stallTimeout(p, c.think); got != c.want {
+			t.Errorf("rate %g, think %v: stall after %v, want %v", c.rate, c.think, got, c.want)
+		}
 	}
 }

@@ -151,19 +151,21 @@ func PlayMatch(ctx context.Context, admin *client.Admin, o MatchOptions) (MatchR
 	var errs [2]error
 	for seat := range 2 {
 		b := &bot{
-			name:      players[seat].Name,
-			s:         sessions[seat],
-			rng:       rand.New(rand.NewPCG(botSeed, uint64(seat))),
-			logf:      logf,
-			narrate:   narrate && seat == 0, // one narrator: P0 sees every public event
-			announce:  narrate,
-			killEvery: o.KillEvery,
-			chaos:     o.Chaos,
-			verify:    o.Verify,
-			think:     o.Think,
-			minGap:    minGap(o.ConnectionRate),
-			pace:      pace,
-			ctx:       ctx,
+			name:       players[seat].Name,
+			s:          sessions[seat],
+			rng:        rand.New(rand.NewPCG(botSeed, uint64(seat))),
+			logf:       logf,
+			narrate:    narrate && seat == 0, // one narrator: P0 sees every public event
+			announce:   narrate,
+			killEvery:  o.KillEvery,
+			chaos:      o.Chaos,
+			verify:     o.Verify,
+			think:      o.Think,
+			minGap:     minGap(o.ConnectionRate),
+			pace:       pace,
+			ctx:        ctx,
+			stallAfter: stallTimeout(pace, o.Think),
+			stats:      st,
 		}
 		wg.Add(1)
 		go func() {

@@ -135,7 +135,11 @@ type Report struct {
 	Errors          int     `json:"errors"`
 	Ticks           int     `json:"ticks,omitempty"`
 	SkippedTicks    int     `json:"skippedTicks"`
-	LatencyMs       struct {
+	// SnapshotsAsked counts the full snapshots the bots asked for in the
+	// window (a stall, a Stale or Illegal rejection): they cost the server
+	// far more than an intent, so a run with many measures them too.
+	SnapshotsAsked int `json:"snapshotsAsked"`
+	LatencyMs      struct {
 		P50 float64 `json:"p50"`
 		P90 float64 `json:"p90"`
 		P99 float64 `json:"p99"`
@@ -395,10 +399,15 @@ func runLoad(ctx context.Context, f *loadFlags, stdout, stderr io.Writer) error 
 		windowEnd = t.C
 	}
 	ended := false
+	var snapshotsAtStart, snapshotsAtEnd int
+	if measuring {
+		snapshotsAtStart = st.Snapshots()
+	}
 	markStart := func() {
 		measuring = true
 		node.markStart()
 		machine.markStart()
+		snapshotsAtStart = st.Snapshots()
 		mu.Lock()
 		warmupFailures = len(failures)
 		mu.Unlock()
@@ -407,6 +416,7 @@ func runLoad(ctx context.Context, f *loadFlags, stdout, stderr io.Writer) error 
 		node.sample()
 		node.markEnd()
 		machine.markEnd()
+		snapshotsAtEnd = st.Snapshots()
 		ended = true
 	}
 loop:
@@ -459,6 +469,7 @@ loop:
 	lat := append([]time.Duration(nil), w.lat...)
 	rep.Rejected, rep.Ticks, rep.SkippedTicks = w.rejected, w.ticks, w.skipped
 	w.mu.Unlock()
+	rep.SnapshotsAsked = snapshotsAtEnd - snapshotsAtStart
 	slices.Sort(lat)
 	measured := end.Sub(w.start)
 	rep.WarmupSeconds, rep.MeasuredSeconds = w.start.Sub(began).Seconds(), measured.Seconds()
@@ -508,6 +519,7 @@ func printReport(out io.Writer, r *Report, started int64) {
 	if r.Mode == "open" {
 		fmt.Fprintf(out, "ticks: %d, skipped %d (previous intent still in flight or next one not decided yet)\n", r.Ticks, r.SkippedTicks)
 	}
+	fmt.Fprintf(out, "snapshots the bots asked for: %d (after a stall without progress, or an intent rejected as Stale or Illegal)\n", r.SnapshotsAsked)
 	fmt.Fprintf(out, "intent latency (send → result): p50 %.2f ms  p90 %.2f ms  p99 %.2f ms  max %.2f ms\n",
 		r.LatencyMs.P50, r.LatencyMs.P90, r.LatencyMs.P99, r.LatencyMs.Max)
 	if n := r.Node; n != nil {

@@ -174,6 +174,36 @@ func TestLoadOpenLoop(t *testing.T) {
 	}
 }
 
+// TestLoadSlowOpenLoop paces matches slower than a bot's stall check used
+// to allow (one tick every 2.5 s): the bots must wait for the ticks without
+// asking for snapshots, which would otherwise outnumber the intents at
+// card-game paces and be measured as the server's work.
+func TestLoadSlowOpenLoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plays matches against a cluster member; skipped with -short")
+	}
+	// The real rules engine: its Decision events let bots play from events
+	// (the edge's fake engine has none, so its bots ask for a snapshot
+	// after every batch).
+	srv := startGatewayServer(t)
+	code, out, errOut := runCmd(t, "load", "--server", srv.HTTPURL, "--token", edgetest.AdminToken,
+		"--matches", "2", "--rate", "0.4", "--warmup", "1s", "--duration", "6s", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	var r Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out)
+	}
+	// 2 matches × 0.4/s × 6 s ≈ 5 ticks; the window sees some intents.
+	if r.Intents == 0 || r.Errors != 0 {
+		t.Fatalf("%d intents, %d errors: %+v", r.Intents, r.Errors, r)
+	}
+	if r.SnapshotsAsked != 0 {
+		t.Errorf("bots asked for %d snapshots in %d intents of a slow open loop, want none", r.SnapshotsAsked, r.Intents)
+	}
+}
+
 // TestLoadIdle holds real sessions on a real edge and checks the report.
 func TestLoadIdle(t *testing.T) {
 	srv := startServer(t)
