@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	mrand "math/rand/v2"
 	"slices"
@@ -77,10 +78,13 @@ type Gateway struct {
 	// entry of a match is dropped when its last local seat closes
 	// (protoactor's cache never forgets by itself, docs/cluster.md §5.1).
 	open map[string]int
-	// live holds the seats whose keep-alive keepAlives runs; the loop runs
-	// while there are any (loopRunning).
-	live        map[*Seat]struct{}
+	// live holds the seats whose keep-alive keepAlives runs, by the slot
+	// of the interval in which their match is pinged (keepAliveSlot); the
+	// loop runs while there are any (loopRunning).
+	live        []map[*Seat]struct{}
+	liveCount   int
 	loopRunning bool
+	slotSeed    maphash.Seed
 }
 
 // NewGateway checks cfg and returns a Gateway.
@@ -100,7 +104,17 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 	if cfg.ReattachTimeout <= 0 {
 		cfg.ReattachTimeout = 30 * time.Second
 	}
-	return &Gateway{cfg: cfg, log: cfg.Logger, open: map[string]int{}, live: map[*Seat]struct{}{}}, nil
+	return newGateway(cfg), nil
+}
+
+// newGateway makes the Gateway of a checked cfg.
+func newGateway(cfg GatewayConfig) *Gateway {
+	g := &Gateway{cfg: cfg, log: cfg.Logger, open: map[string]int{}, slotSeed: maphash.MakeSeed()}
+	g.live = make([]map[*Seat]struct{}, keepAliveSlots(cfg.Timing.SeatKeepAlive))
+	for i := range g.live {
+		g.live[i] = map[*Seat]struct{}{}
+	}
+	return g
 }
 
 // MatchSpec describes a match to create.
@@ -519,12 +533,41 @@ func (s *Seat) Close(leave bool) {
 // that had a request of its own since the last tick would save more, but it
 // stretches the longest gap between contacts to two intervals, too close to
 // the grain's limit on a loaded machine; tried, not kept.)
+//
+// The interval is cut into slots and each match is pinged in one of them,
+// picked by hashing its id, so the requests are spread evenly over the
+// interval: pinging every match at one tick made a burst of one goroutine
+// and one grain request per match (1,000 at once every 2 s at 1,000
+// matches) that held the node's processors for tens of milliseconds
+// (docs/performance.md, "keep-alives in slots").
+
+// keepAliveMaxSlots and keepAliveMinTick bound the slots of an interval:
+// as many as fit ticks of at least keepAliveMinTick (a test's short
+// interval), at most keepAliveMaxSlots (100 ms ticks at the default 2 s).
+const (
+	keepAliveMaxSlots = 20
+	keepAliveMinTick  = 10 * time.Millisecond
+)
+
+// keepAliveSlots is how many slots an interval is cut into.
+func keepAliveSlots(interval time.Duration) int {
+	return max(1, min(keepAliveMaxSlots, int(interval/keepAliveMinTick)))
+}
+
+// slotOf is the slot in which the seats of a match are pinged.
+func (g *Gateway) slotOf(matchID string) int {
+	return int(maphash.String(g.slotSeed, matchID) % uint64(len(g.live)))
+}
 
 // addLive starts the keep-alives of s (and the loop, if it is not running).
 func (g *Gateway) addLive(s *Seat) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.live[s] = struct{}{}
+	slot := g.live[g.slotOf(s.matchID)]
+	if _, ok := slot[s]; !ok {
+		slot[s] = struct{}{}
+		g.liveCount++
+	}
 	if !g.loopRunning {
 		g.loopRunning = true
 		go g.keepAlives()
@@ -533,39 +576,53 @@ func (g *Gateway) addLive(s *Seat) {
 
 func (g *Gateway) dropLive(s *Seat) {
 	g.mu.Lock()
-	delete(g.live, s)
+	slot := g.live[g.slotOf(s.matchID)]
+	if _, ok := slot[s]; ok {
+		delete(slot, s)
+		g.liveCount--
+	}
 	g.mu.Unlock()
 }
 
-// keepAlives is the keep-alive loop; it ends when no seat is left.
+// keepAlives is the keep-alive loop: each tick pings the matches of the
+// next slot. It ends when no seat is left.
 func (g *Gateway) keepAlives() {
-	interval := g.cfg.Timing.SeatKeepAlive
-	t := time.NewTicker(interval)
+	t := time.NewTicker(g.cfg.Timing.SeatKeepAlive / time.Duration(len(g.live)))
 	defer t.Stop()
-	for range t.C {
-		due := map[string][]*Seat{}
-		g.mu.Lock()
-		if len(g.live) == 0 {
-			g.loopRunning = false
-			g.mu.Unlock()
+	for slot := 0; ; slot = (slot + 1) % len(g.live) {
+		<-t.C
+		if !g.pingSlot(slot) {
 			return
 		}
-		for s := range g.live {
-			if s.pinging.Load() {
-				continue
-			}
-			due[s.matchID] = append(due[s.matchID], s)
-		}
-		g.mu.Unlock()
-		// One goroutine per match: a match whose member died must not
-		// hold up the others' pings while its requests retry.
-		for id, seats := range due {
-			for _, s := range seats {
-				s.pinging.Store(true)
-			}
-			go g.ping(id, seats)
-		}
 	}
+}
+
+// pingSlot sends the keep-alives of the seats in slot, one request per
+// match; false when no seat is left anywhere (the loop has then stopped).
+func (g *Gateway) pingSlot(slot int) bool {
+	due := map[string][]*Seat{}
+	g.mu.Lock()
+	if g.liveCount == 0 {
+		g.loopRunning = false
+		g.mu.Unlock()
+		return false
+	}
+	for s := range g.live[slot] {
+		if s.pinging.Load() {
+			continue
+		}
+		due[s.matchID] = append(due[s.matchID], s)
+	}
+	g.mu.Unlock()
+	// One goroutine per match: a match whose member died must not hold up
+	// the others' pings while its requests retry.
+	for id, seats := range due {
+		for _, s := range seats {
+			s.pinging.Store(true)
+		}
+		go g.ping(id, seats)
+	}
+	return true
 }
 
 // ping sends one keep-alive for the seats of one match and settles each.

@@ -2,9 +2,14 @@ package actors
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
 )
 
 // pingLog records the SeatPings a Gateway sends, passing every request on.
@@ -82,6 +87,102 @@ func TestKeepAliveOnePingPerMatch(t *testing.T) {
 		case r := <-k.detached:
 			t.Errorf("seat %d detached (%d) although its keep-alives ran", seat, r)
 		default:
+		}
+	}
+}
+
+// pingCounter answers every request at once and counts the SeatPings per
+// match, with the slot each was sent in.
+type pingCounter struct {
+	mu      sync.Mutex
+	g       *Gateway
+	slot    int // the slot being pinged
+	byMatch map[string]int
+	strays  []string // matches pinged outside their slot
+}
+
+func (p *pingCounter) Request(_ context.Context, identity, _ string, msg any) (any, error) {
+	if _, ok := msg.(*SeatPing); ok {
+		p.mu.Lock()
+		p.byMatch[identity]++
+		if p.g.slotOf(identity) != p.slot {
+			p.strays = append(p.strays, identity)
+		}
+		p.mu.Unlock()
+	}
+	return &Reply{Code: ReplyOK}, nil
+}
+
+func (p *pingCounter) pings() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, c := range p.byMatch {
+		n += c
+	}
+	return n
+}
+
+// TestKeepAlivesSpreadOverSlots: a tick pings only the matches of its slot
+// of the interval, every match once per interval (both its seats in one
+// request), and no slot gets much more than its share; at one tick for
+// all, 1,000 matches made a burst of 1,000 requests every interval.
+func TestKeepAlivesSpreadOverSlots(t *testing.T) {
+	pc := &pingCounter{byMatch: map[string]int{}}
+	g := newGateway(GatewayConfig{
+		Cluster: pc, RequestTimeout: time.Second, ReattachTimeout: time.Minute, Timing: DefaultTiming(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	pc.g = g
+	slots := len(g.live)
+	if slots != keepAliveMaxSlots {
+		t.Fatalf("%d slots at the default %v interval, want %d", slots, DefaultTiming().SeatKeepAlive, keepAliveMaxSlots)
+	}
+	g.loopRunning = true // the test turns the slots itself
+	const matches = 1000
+	for i := range matches {
+		for seat := range 2 {
+			g.addLive(&Seat{gw: g, matchID: fmt.Sprintf("match-%04d", i), seat: seat,
+				pid: actor.NewPID("edge", fmt.Sprintf("seat-%d-%d", i, seat)), initial: make(chan struct{})})
+		}
+	}
+	for slot := range slots {
+		g.mu.Lock()
+		seats := len(g.live[slot])
+		g.mu.Unlock()
+		if seats%2 != 0 || seats/2 > 2*matches/slots {
+			t.Errorf("slot %d holds %d seats; want both seats of each of its matches, at most twice the share of %d matches", slot, seats, matches/slots)
+		}
+		pc.mu.Lock()
+		pc.slot = slot
+		pc.mu.Unlock()
+		want := pc.pings() + seats/2
+		if !g.pingSlot(slot) {
+			t.Fatal("pingSlot: no seats left")
+		}
+		waitFor(t, "the slot's pings", func() bool { return pc.pings() == want })
+		waitFor(t, "the slot's pings settled", func() bool {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			for s := range g.live[slot] {
+				if s.pinging.Load() {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if len(pc.strays) > 0 {
+		t.Errorf("matches pinged outside their slot: %v", pc.strays[:min(5, len(pc.strays))])
+	}
+	if len(pc.byMatch) != matches {
+		t.Errorf("%d matches pinged in one interval, want %d", len(pc.byMatch), matches)
+	}
+	for id, n := range pc.byMatch {
+		if n != 1 {
+			t.Errorf("match %s pinged %d times in one interval, want once", id, n)
 		}
 	}
 }

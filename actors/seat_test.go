@@ -55,10 +55,10 @@ func (k *overlapSink) count() int {
 // testGateway is a Gateway on a local actor system whose grain calls all
 // go to cluster.
 func testGateway(sys *actor.ActorSystem, cluster Requester) *Gateway {
-	return &Gateway{
-		cfg: GatewayConfig{System: sys, Cluster: cluster, RequestTimeout: time.Second, Timing: DefaultTiming()},
-		log: slog.New(slog.NewTextHandler(io.Discard, nil)), open: map[string]int{}, live: map[*Seat]struct{}{},
-	}
+	return newGateway(GatewayConfig{
+		System: sys, Cluster: cluster, RequestTimeout: time.Second, Timing: DefaultTiming(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
 }
 
 // numberedFrame is a frame without seq that names its sender and number.
