@@ -537,9 +537,11 @@ func (s *Seat) Close(leave bool) {
 // The interval is cut into slots and each match is pinged in one of them,
 // picked by hashing its id, so the requests are spread evenly over the
 // interval: pinging every match at one tick made a burst of one goroutine
-// and one grain request per match (1,000 at once every 2 s at 1,000
-// matches) that held the node's processors for tens of milliseconds
-// (docs/performance.md, "keep-alives in slots").
+// and one grain request per match (5,000 at once every 2 s at 5,000
+// matches) that everything else queued behind for tens of milliseconds,
+// the node's whole latency tail at that size (docs/performance.md, round of
+// 2026-12-06, "Many matches at a card game's pace"). A match keeps its
+// slot, so its seats are still pinged exactly once per interval.
 
 // keepAliveMaxSlots and keepAliveMinTick bound the slots of an interval:
 // as many as fit ticks of at least keepAliveMinTick (a test's short
