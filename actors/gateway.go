@@ -82,7 +82,6 @@ type Gateway struct {
 	// of the interval in which their match is pinged (keepAliveSlot); the
 	// loop runs while there are any (loopRunning).
 	live        []map[*Seat]struct{}
-	liveCount   int
 	loopRunning bool
 	slotSeed    maphash.Seed
 }
@@ -565,11 +564,7 @@ func (g *Gateway) slotOf(matchID string) int {
 func (g *Gateway) addLive(s *Seat) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	slot := g.live[g.slotOf(s.matchID)]
-	if _, ok := slot[s]; !ok {
-		slot[s] = struct{}{}
-		g.liveCount++
-	}
+	g.live[g.slotOf(s.matchID)][s] = struct{}{}
 	if !g.loopRunning {
 		g.loopRunning = true
 		go g.keepAlives()
@@ -578,11 +573,7 @@ func (g *Gateway) addLive(s *Seat) {
 
 func (g *Gateway) dropLive(s *Seat) {
 	g.mu.Lock()
-	slot := g.live[g.slotOf(s.matchID)]
-	if _, ok := slot[s]; ok {
-		delete(slot, s)
-		g.liveCount--
-	}
+	delete(g.live[g.slotOf(s.matchID)], s)
 	g.mu.Unlock()
 }
 
@@ -599,12 +590,21 @@ func (g *Gateway) keepAlives() {
 	}
 }
 
+// liveSeatsLocked counts the seats in every slot; g.mu must be held.
+func (g *Gateway) liveSeatsLocked() int {
+	n := 0
+	for _, slot := range g.live {
+		n += len(slot)
+	}
+	return n
+}
+
 // pingSlot sends the keep-alives of the seats in slot, one request per
 // match; false when no seat is left anywhere (the loop has then stopped).
 func (g *Gateway) pingSlot(slot int) bool {
 	due := map[string][]*Seat{}
 	g.mu.Lock()
-	if g.liveCount == 0 {
+	if g.liveSeatsLocked() == 0 {
 		g.loopRunning = false
 		g.mu.Unlock()
 		return false
