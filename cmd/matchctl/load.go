@@ -399,10 +399,9 @@ func runLoad(ctx context.Context, f *loadFlags, stdout, stderr io.Writer) error 
 		windowEnd = t.C
 	}
 	ended := false
+	// Zero unless a warm-up ends: st counts from the run's start, as the
+	// window does without a warm-up.
 	var snapshotsAtStart, snapshotsAtEnd int
-	if measuring {
-		snapshotsAtStart = st.Snapshots()
-	}
 	markStart := func() {
 		measuring = true
 		node.markStart()
