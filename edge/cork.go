@@ -6,6 +6,9 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
+
+	"github.com/matchgrain/matchgrain/internal/sockio"
 )
 
 // corkConn sits between gorilla/websocket and the socket so that a batch of
@@ -15,6 +18,12 @@ import (
 // gorilla still frames, orders and locks everything itself, so a pong or
 // close frame the reader goroutine writes meanwhile lands between two whole
 // messages and leaves with the batch.
+//
+// corkConn also owns the socket's write deadline: gorilla sets it before
+// every frame, and corkConn only records it and writes with
+// sockio.WriteWithin, which sets it on the socket only when a write has to
+// wait. A deadline set on a socket is a runtime timer; set per write, every
+// connection kept one in the runtime's timer heaps (docs/performance.md).
 //
 // The buffer comes from a pool and goes back after each batch: an idle
 // connection holds none. A batch larger than corkFlushAt leaves in writes of
@@ -27,6 +36,8 @@ type corkConn struct {
 	mu     sync.Mutex
 	corked bool
 	buf    *[]byte
+	// writeBy is the write deadline gorilla set last; see SetWriteDeadline.
+	writeBy time.Time
 }
 
 // corkFlushAt is the buffered size at which a corked connection writes
@@ -44,17 +55,26 @@ func (c *corkConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.corked {
-		return c.Conn.Write(p)
+		return sockio.WriteWithin(c.Conn, p, c.writeBy)
 	}
 	*c.buf = append(*c.buf, p...)
 	if len(*c.buf) >= corkFlushAt {
-		_, err := c.Conn.Write(*c.buf)
+		_, err := sockio.WriteWithin(c.Conn, *c.buf, c.writeBy)
 		*c.buf = (*c.buf)[:0]
 		if err != nil {
 			return 0, fmt.Errorf("write websocket batch: %w", err)
 		}
 	}
 	return len(p), nil
+}
+
+// SetWriteDeadline records t for the writes that follow; it does not touch
+// the socket (see corkConn).
+func (c *corkConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.writeBy = t
+	c.mu.Unlock()
+	return nil
 }
 
 // cork starts collecting writes.
@@ -67,8 +87,8 @@ func (c *corkConn) cork() {
 	c.mu.Unlock()
 }
 
-// uncork writes what was collected in one Write, within the write deadline
-// already set on the connection, and stops collecting. It returns the bytes
+// uncork writes what was collected in one write, within the write deadline
+// recorded last, and stops collecting. It returns the bytes
 // written to the socket.
 func (c *corkConn) uncork() (int, error) {
 	c.mu.Lock()
@@ -82,7 +102,7 @@ func (c *corkConn) uncork() (int, error) {
 	var n int
 	var err error
 	if len(*b) > 0 {
-		n, err = c.Conn.Write(*b)
+		n, err = sockio.WriteWithin(c.Conn, *b, c.writeBy)
 	}
 	if cap(*b) <= corkBufKeep {
 		*b = (*b)[:0]

@@ -309,3 +309,64 @@ func TestIntentErrorCloses(t *testing.T) {
 		})
 	}
 }
+
+// TestHeartbeatEndsStuckConnections: after the hello no read deadline
+// guards a connection (the heartbeat timer does), so a silent client is
+// closed at the heartbeat timeout also when it stopped in the middle of a
+// frame, and also when it stopped reading, so that the edge's writer is
+// stuck too: its reader must not wait for the peer for ever.
+func TestHeartbeatEndsStuckConnections(t *testing.T) {
+	const idle, timeout = 200 * time.Millisecond, 500 * time.Millisecond
+	frame := mustEncode(&protocol.ServerEvents{Events: []protocol.EventEnvelope{
+		{Seq: 1, Event: &protocol.SearchFailedViewEvent{Query: string(make([]byte, 64<<10))}},
+	}})
+	for _, tr := range transports {
+		t.Run("mid-frame/"+tr, func(t *testing.T) {
+			h := newHarness(t, newFakeMatches, func(c *edge.Config) {
+				c.HeartbeatIdle, c.HeartbeatTimeout = idle, timeout
+			})
+			c := dial(t, h, tr)
+			hello(t, c, h.ticket(h.newMatch(), 0), 0)
+			b, err := protocol.EncodeClientFrame(&protocol.ClientPing{Nonce: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.raw().Write(rawClientFrame(tr, b)[:3]); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			want{wsCode: protocol.CloseHeartbeatTimeout, wsErr: -1, tcpErr: protocol.ErrorHeartbeatTimeout}.check(t, c, readUntilClosed(t, c, 5*time.Second))
+			if took := time.Since(start); took < timeout-50*time.Millisecond {
+				t.Errorf("closed after %v, before the heartbeat timeout %v", took, timeout)
+			}
+		})
+		t.Run("not reading/"+tr, func(t *testing.T) {
+			h := newHarness(t, newFakeMatches, func(c *edge.Config) {
+				c.HeartbeatIdle, c.HeartbeatTimeout = idle, timeout
+				c.OutboundQueueBytes, c.OutboundQueueFrames = 256<<20, 1<<16
+				c.WriteTimeout = time.Second // longer than the timeout: the writer is stuck when it comes
+			})
+			id := h.newMatch()
+			c := dial(t, h, tr)
+			hello(t, c, h.ticket(id, 0), 0)
+			seat := fakeOf(t, h).Seat(id, 0)
+			// 32 MiB fill the socket buffers; the client reads nothing.
+			for range 512 {
+				seat.Sink().Deliver([][]byte{frame})
+			}
+			pollFor(t, 5*time.Second, func() error {
+				if closed, _ := seat.Closed(); !closed {
+					return errors.New("the seat is still open: the reader did not end")
+				}
+				return nil
+			})
+			series := `matchgrain_edge_closes_total{reason="heartbeat_timeout"}`
+			pollFor(t, 5*time.Second, func() error {
+				if v, err := h.metric(series); err != nil || v != 1 {
+					return fmt.Errorf("%s = %v (%v)", series, v, err)
+				}
+				return nil
+			})
+		})
+	}
+}

@@ -132,6 +132,12 @@ func (c *limitedConn) Close() error {
 	return c.Conn.Close()
 }
 
+// WriteWithin passes sockio.WriteWithin on to the socket: a wrapper must
+// not hide it, or every write would set the deadline again.
+func (c *limitedConn) WriteWithin(p []byte, deadline time.Time) (int, error) {
+	return sockio.WriteWithin(c.Conn, p, deadline)
+}
+
 // CloseWrite half-closes the connection where the inner one can (halfClose
 // looks for it).
 func (c *limitedConn) CloseWrite() error {

@@ -19,8 +19,9 @@ import (
 // for the connection's life, moving to a fresh goroutine after the hello
 // and each keep-alive (readFrames, park); its writer goroutine (drains the outbox,
 // says goodbye) runs only while there is something to write, and a timer
-// queues the heartbeat pings, so an idle connection costs one goroutine, not
-// two. Writers never overlap: the outbox hands the turn from one to the next.
+// queues the heartbeat pings and ends a silent connection, so an idle
+// connection costs one goroutine and one timer, not two goroutines and a
+// read deadline too. Writers never overlap: the outbox hands the turn from one to the next.
 // Everything else reaches it through shutdown, which is idempotent.
 //
 // Lock order: dlMu, then outbox.mu. No lock is held while calling the Seat
@@ -56,8 +57,8 @@ type session struct {
 	lastFrame   atomic.Int64 // Unix nanoseconds of the last client frame
 	seat        atomic.Pointer[seatRef]
 
-	// dlMu orders the reader's heartbeat deadline against the writer's
-	// linger deadline, so that the linger is never overwritten.
+	// dlMu orders the reader's hello deadline (set, then cleared) against
+	// the writer's linger deadline, so that the linger is never overwritten.
 	dlMu        sync.Mutex
 	lingerUntil time.Time
 
@@ -266,9 +267,6 @@ func (s *session) readFrames() {
 		}
 	}()
 	for {
-		if !s.setReadDeadline(s.heartbeatDeadline()) {
-			return
-		}
 		b, err := s.t.readFrame()
 		if err != nil {
 			s.shutdown(s.readErrorReason(err, ReasonHeartbeatTimeout))
@@ -292,22 +290,12 @@ func (s *session) readFrames() {
 // so that a wait on the socket may stand in for the next read.
 func (s *session) mayPark() bool { return !s.cfg.NoReaderParking && s.t.quiet() }
 
-// heartbeatDeadline is when the connection times out unless a frame comes.
-func (s *session) heartbeatDeadline() time.Time {
-	return time.Unix(0, s.lastFrame.Load()).Add(s.cfg.HeartbeatTimeout)
-}
-
 // park is the reader of a quiet connection, on a goroutine of its own: it
-// waits for the client's next bytes, or the heartbeat deadline, on a small
-// stack, then reads on as readFrames. Where the transport cannot tell that
-// nothing is buffered (or parking is off) it reads on at once.
+// waits for the client's next bytes, or the end of the connection, on a
+// small stack, then reads on as readFrames. Where the transport cannot tell
+// that nothing is buffered (or parking is off) it reads on at once.
 func (s *session) park() {
 	if s.mayPark() {
-		if !s.setReadDeadline(s.heartbeatDeadline()) {
-			s.finishRead()
-			return
-		}
-		// A deadline here consumed nothing; readFrames sets it again.
 		if err := s.t.waitReadable(); err != nil {
 			s.shutdown(s.readErrorReason(err, ReasonHeartbeatTimeout))
 			s.finishRead()
@@ -324,7 +312,8 @@ func (s *session) countIn(n int) {
 }
 
 // readErrorReason classifies a read error; onTimeout is the reason for a
-// passed read deadline (hello or heartbeat).
+// passed read deadline. After the hello only a closing session sets one (the
+// linger), and then the session's own reason wins.
 func (s *session) readErrorReason(err error, onTimeout CloseReason) CloseReason {
 	switch {
 	case s.isClosing():
@@ -414,7 +403,10 @@ func (s *session) handshake() bool {
 	s.lim = newLimiter(s.cfg, now)
 	s.established.Store(true)
 	handshakeDone(s.t) // a player now: no longer counts against MaxHandshakes
-	return true
+	// From here the heartbeat timer ends a silent connection (heartbeat),
+	// not a read deadline: one set per frame was a runtime timer per
+	// connection, modified on every frame (docs/performance.md).
+	return s.setReadDeadline(time.Time{})
 }
 
 // seatFailed closes the connection after a call into Matches failed.
@@ -588,7 +580,10 @@ func (s *session) startHeartbeat() {
 }
 
 // heartbeat queues a ServerPing when the client has been silent for
-// HeartbeatIdle (once per silence) and re-arms itself.
+// HeartbeatIdle (once per silence), closes the connection (4408) when it has
+// been silent for HeartbeatTimeout, and otherwise re-arms itself for the
+// next of the two. Before the handshake is done the hello's read deadline
+// bounds the connection instead.
 func (s *session) heartbeat() {
 	if s.isClosing() {
 		return
@@ -599,10 +594,16 @@ func (s *session) heartbeat() {
 		last := s.lastFrame.Load()
 		idle := time.Duration(now.UnixNano() - last)
 		switch {
+		case idle >= s.cfg.HeartbeatTimeout:
+			s.shutdown(ReasonHeartbeatTimeout)
+			return
 		case idle < s.cfg.HeartbeatIdle:
 			next = s.cfg.HeartbeatIdle - idle
-		case s.pingedFor.Swap(last) != last:
-			s.send(&protocol.ServerPing{Nonce: s.pingNonce.Add(1), ServerTimeMs: now.UnixMilli()})
+		default:
+			if s.pingedFor.Swap(last) != last {
+				s.send(&protocol.ServerPing{Nonce: s.pingNonce.Add(1), ServerTimeMs: now.UnixMilli()})
+			}
+			next = s.cfg.HeartbeatTimeout - idle
 		}
 	}
 	s.hb.Load().Reset(next)
@@ -618,6 +619,10 @@ func (s *session) write(batch [][]byte) bool {
 	s.srv.metrics.bytesOut[k].Add(float64(n))
 	if err != nil {
 		s.shutdown(ReasonWriteFailed)
+		// Also when the session was closing already for another reason
+		// (shutdown closes the socket only for the first): the reader may
+		// be waiting for the peer without a deadline, and must end.
+		s.t.close()
 		return false
 	}
 	s.srv.metrics.framesOut[k].Add(float64(len(batch)))
@@ -625,7 +630,9 @@ func (s *session) write(batch [][]byte) bool {
 }
 
 // goodbye flushes what is queued, writes the reason's final frames and
-// half-closes, all within one WriteTimeout, then arms the linger.
+// half-closes, all within one WriteTimeout, then arms the linger. If a write
+// fails it closes the socket: the peer is not reading, and the reader, which
+// may be waiting for the peer without a deadline, must end.
 func (s *session) goodbye(batch [][]byte) {
 	r := s.reason
 	if r.abortive() {
@@ -638,6 +645,7 @@ func (s *session) goodbye(batch [][]byte) {
 		n, err := s.t.writeFrames(batch, deadline)
 		s.srv.metrics.bytesOut[s.t.kind()].Add(float64(n))
 		if err != nil {
+			s.t.close()
 			return
 		}
 		s.srv.metrics.framesOut[s.t.kind()].Add(float64(len(batch)))
@@ -653,6 +661,7 @@ func (s *session) goodbye(batch [][]byte) {
 		}
 	}
 	if err := s.t.writeGoodbye(errFrame, r.CloseCode(), r.info().text, deadline); err != nil {
+		s.t.close()
 		return
 	}
 	s.t.closeWrite()

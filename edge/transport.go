@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/matchgrain/matchgrain/internal/sockio"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -251,18 +252,32 @@ type tcpTransport struct {
 	conn      net.Conn
 	br        *bufio.Reader // the frame reader's source: a frame's prefix and payload in one read
 	fr        *protocol.FrameReader
-	bw        *bufio.Writer
+	bw        *bufio.Writer // writes to out
+	out       withinWriter
 	closeOnce sync.Once
+}
+
+// withinWriter writes to conn within the deadline by, set on the socket only
+// if a write has to wait (sockio.WriteWithin; see corkConn for why).
+type withinWriter struct {
+	conn net.Conn
+	by   time.Time
+}
+
+func (w *withinWriter) Write(p []byte) (int, error) {
+	return sockio.WriteWithin(w.conn, p, w.by)
 }
 
 func newTCPTransport(c net.Conn) *tcpTransport {
 	br := bufio.NewReaderSize(c, streamReadBuffer)
-	return &tcpTransport{
+	t := &tcpTransport{
 		conn: c,
 		br:   br,
 		fr:   protocol.NewFrameReader(br, protocol.MaxFrameBytes),
-		bw:   bufio.NewWriterSize(c, tcpWriteBuffer),
+		out:  withinWriter{conn: c},
 	}
+	t.bw = bufio.NewWriterSize(&t.out, tcpWriteBuffer)
+	return t
 }
 
 func (t *tcpTransport) readFrame() ([]byte, error) {
@@ -292,9 +307,7 @@ func (t *tcpTransport) quiet() bool { return t.br.Buffered() == 0 }
 func (t *tcpTransport) waitReadable() error { return peekOne(t.br) }
 
 func (t *tcpTransport) writeFrames(frames [][]byte, deadline time.Time) (int, error) {
-	if err := t.conn.SetWriteDeadline(deadline); err != nil {
-		return 0, fmt.Errorf("set write deadline: %w", err)
-	}
+	t.out.by = deadline
 	n := 0
 	for _, f := range frames {
 		if err := protocol.WriteFrame(t.bw, f); err != nil {

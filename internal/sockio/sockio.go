@@ -21,7 +21,9 @@ package sockio
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"time"
 )
 
 // Wrap returns c with its Read and Write made as raw system calls, where the
@@ -50,4 +52,32 @@ func WrapDial(dial DialFunc) DialFunc {
 // writes through raw system calls.
 func Raw(c net.Conn) bool {
 	return isRaw(c)
+}
+
+// WriteWithin writes all of p to c within deadline, where a zero deadline
+// means none. On a connection returned by Wrap the deadline is set on the
+// socket only if the write has to wait for room in its buffer, and cleared
+// again after: a write that fits, which is nearly every write of a node,
+// then touches no timer. A deadline set on a socket is a timer of the
+// runtime's, and a node with thousands of connections that set one per
+// write kept a timer per connection in the heaps that the runtime scans
+// whenever a modified timer comes due (docs/performance.md). On any other
+// connection it sets the deadline and writes, as a caller would.
+//
+// The caller must not set write deadlines on c otherwise: one left in the
+// past would fail the next write before it tries.
+func WriteWithin(c net.Conn, p []byte, deadline time.Time) (int, error) {
+	if w, ok := c.(withinWriter); ok {
+		return w.WriteWithin(p, deadline)
+	}
+	if err := c.SetWriteDeadline(deadline); err != nil {
+		return 0, fmt.Errorf("set write deadline: %w", err)
+	}
+	return c.Write(p)
+}
+
+// withinWriter is a connection that implements WriteWithin itself: Wrap's,
+// and wrappers of it that pass the call on.
+type withinWriter interface {
+	WriteWithin(p []byte, deadline time.Time) (int, error)
 }

@@ -1,11 +1,13 @@
 package sockio
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -27,6 +29,7 @@ type rawCall struct {
 	n     int
 	errno syscall.Errno
 	fn    func(fd uintptr) bool // read or write, bound once
+	try   func(fd uintptr) bool // write without waiting, bound once
 }
 
 func wrap(c net.Conn) net.Conn {
@@ -41,6 +44,7 @@ func wrap(c net.Conn) net.Conn {
 	rc := &conn{Conn: c, raw: raw}
 	rc.rd.fn = rc.rd.read
 	rc.wr.fn = rc.wr.write
+	rc.wr.try = rc.wr.writeNoWait
 	return rc
 }
 
@@ -55,7 +59,7 @@ func (c *conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	n, errno, err := c.rd.do(c.raw.Read, p)
+	n, errno, err := c.rd.do(c.raw.Read, p, c.rd.fn)
 	switch {
 	case err != nil:
 		return 0, renameOp(err, "read")
@@ -73,7 +77,7 @@ func (c *conn) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	n, errno, err := c.wr.do(c.raw.Write, p)
+	n, errno, err := c.wr.do(c.raw.Write, p, c.wr.fn)
 	switch {
 	case err != nil:
 		return n, renameOp(err, "write")
@@ -83,13 +87,41 @@ func (c *conn) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// do runs the call through rawIO (the RawConn's Read or Write) on p and
-// returns the bytes moved, the system call's error and the poller's.
-func (o *rawCall) do(rawIO func(func(uintptr) bool) error, p []byte) (int, syscall.Errno, error) {
+// WriteWithin implements the package's WriteWithin: it writes what the
+// socket's buffer takes at once, and only for the rest sets the deadline
+// and waits in the poller; then it clears the deadline.
+func (c *conn) WriteWithin(p []byte, deadline time.Time) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, errno, err := c.wr.do(c.raw.Write, p, c.wr.try)
+	switch {
+	case err != nil:
+		return n, renameOp(err, "write")
+	case errno != 0:
+		return n, c.opError("write", errno)
+	case n == len(p):
+		return n, nil
+	}
+	if err := c.Conn.SetWriteDeadline(deadline); err != nil {
+		return n, fmt.Errorf("set write deadline: %w", err)
+	}
+	m, err := c.Write(p[n:])
+	// Cleared even after a failure: a deadline left in the past would fail
+	// the next call before it tries. A closed socket refuses this, and
+	// needs nothing cleared.
+	_ = c.Conn.SetWriteDeadline(time.Time{})
+	return n + m, err
+}
+
+// do runs the call through rawIO (the RawConn's Read or Write) on p with
+// fn (o.fn, or o.try) and returns the bytes moved, the system call's error
+// and the poller's.
+func (o *rawCall) do(rawIO func(func(uintptr) bool) error, p []byte, fn func(uintptr) bool) (int, syscall.Errno, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.p, o.n, o.errno = p, 0, 0
-	err := rawIO(o.fn)
+	err := rawIO(fn)
 	o.p = nil // the caller's buffer is not ours to keep alive
 	return o.n, o.errno, err
 }
@@ -126,6 +158,13 @@ func (o *rawCall) write(fd uintptr) bool {
 			return true
 		}
 	}
+	return true
+}
+
+// writeNoWait is write that never asks the poller to wait: it returns
+// with what the socket's buffer took.
+func (o *rawCall) writeNoWait(fd uintptr) bool {
+	o.write(fd)
 	return true
 }
 

@@ -369,3 +369,79 @@ func TestWrapDial(t *testing.T) {
 		t.Fatalf("failed dial = %v, %v; want nil and the dialer's error", c, err)
 	}
 }
+
+func TestWriteWithinAPeerThatDoesNotRead(t *testing.T) {
+	both(t, func(t *testing.T, c, peer net.Conn) {
+		big := make([]byte, 64<<20)
+		start := time.Now()
+		n, err := WriteWithin(c, big, start.Add(100*time.Millisecond))
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("WriteWithin = %d, %v; want a deadline error", n, err)
+		}
+		if time.Since(start) < 90*time.Millisecond {
+			t.Fatalf("WriteWithin gave up after %v, before its deadline", time.Since(start))
+		}
+		if n <= 0 || n >= len(big) {
+			t.Fatalf("WriteWithin reported %d bytes written; want what the socket took (some, less than %d)", n, len(big))
+		}
+		// Once the peer reads again, the next write goes through: the
+		// passed deadline does not stay behind to fail it.
+		go func() { _, _ = io.Copy(io.Discard, peer) }()
+		if _, err := WriteWithin(c, []byte("after"), time.Now().Add(5*time.Second)); err != nil {
+			t.Fatalf("WriteWithin after a passed deadline: %v", err)
+		}
+	})
+}
+
+// A write that fits the socket's buffer never touches the deadline on a
+// wrapped connection, so one already in the past does not fail it; the
+// standard connection sets it and fails, as SetWriteDeadline then Write does.
+func TestWriteWithinSetsTheDeadlineOnlyToWait(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("wrapping is Linux only")
+	}
+	past := time.Now().Add(-time.Second)
+	for _, wrapped := range []bool{false, true} {
+		t.Run(variant(wrapped), func(t *testing.T) {
+			c, peer := pair(t, wrapped)
+			n, err := WriteWithin(c, []byte("fits"), past)
+			if !wrapped {
+				if !errors.Is(err, os.ErrDeadlineExceeded) {
+					t.Fatalf("standard WriteWithin = %d, %v; want a deadline error", n, err)
+				}
+				return
+			}
+			if err != nil || n != 4 {
+				t.Fatalf("WriteWithin = %d, %v; want 4, nil", n, err)
+			}
+			got := make([]byte, 4)
+			if _, err := io.ReadFull(peer, got); err != nil || string(got) != "fits" {
+				t.Fatalf("peer read %q, %v", got, err)
+			}
+			// And it left no deadline behind: a plain write goes through.
+			if _, err := c.Write([]byte("more")); err != nil {
+				t.Fatalf("Write after WriteWithin: %v", err)
+			}
+		})
+	}
+}
+
+func TestWriteWithinNoAllocations(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("wrapping is Linux only")
+	}
+	c, peer := pair(t, true)
+	buf, back := make([]byte, 512), make([]byte, 512)
+	deadline := time.Now().Add(time.Minute)
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := WriteWithin(c, buf, deadline); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(peer, back); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per write, want 0", allocs)
+	}
+}
