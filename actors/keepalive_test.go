@@ -157,7 +157,7 @@ func TestKeepAlivesSpreadOverSlots(t *testing.T) {
 		pc.slot = slot
 		pc.mu.Unlock()
 		want := pc.pings() + seats/2
-		if !g.pingSlot(slot) {
+		if !g.pingSlot(slot, map[string][]*Seat{}) {
 			t.Fatal("pingSlot: no seats left")
 		}
 		waitFor(t, "the slot's pings", func() bool { return pc.pings() == want })
@@ -185,4 +185,91 @@ func TestKeepAlivesSpreadOverSlots(t *testing.T) {
 			t.Errorf("match %s pinged %d times in one interval, want once", id, n)
 		}
 	}
+}
+
+// gatedPings holds every SeatPing until the test lets one through, and
+// records the context each was sent with.
+type gatedPings struct {
+	gate chan struct{}
+	mu   sync.Mutex
+	ctxs []context.Context
+}
+
+func (p *gatedPings) Request(ctx context.Context, _, _ string, msg any) (any, error) {
+	if _, ok := msg.(*SeatPing); ok {
+		p.mu.Lock()
+		p.ctxs = append(p.ctxs, ctx)
+		p.mu.Unlock()
+		<-p.gate
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return &Reply{Code: ReplyOK}, nil
+}
+
+func (p *gatedPings) sent() []context.Context {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]context.Context(nil), p.ctxs...)
+}
+
+// TestKeepAlivesOfASlotShareOneDeadline: the pings of one slot share one
+// context, which outlives every one of them (a ping that finishes early
+// must not end the others') and is released when the last one finishes.
+func TestKeepAlivesOfASlotShareOneDeadline(t *testing.T) {
+	pg := &gatedPings{gate: make(chan struct{})}
+	g := newGateway(GatewayConfig{
+		Cluster: pg, RequestTimeout: time.Second, ReattachTimeout: time.Minute, Timing: DefaultTiming(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	g.loopRunning = true // the test turns the slot itself
+	const matches = 5
+	var seats []*Seat
+	for i := 0; len(seats) < matches; i++ {
+		id := fmt.Sprintf("match-%04d", i)
+		if g.slotOf(id) != 0 {
+			continue
+		}
+		s := &Seat{gw: g, matchID: id, pid: actor.NewPID("edge", "seat-"+id), initial: make(chan struct{})}
+		g.addLive(s)
+		seats = append(seats, s)
+	}
+	start := time.Now()
+	if !g.pingSlot(0, map[string][]*Seat{}) {
+		t.Fatal("pingSlot: no seats left")
+	}
+	waitFor(t, "every match's ping sent", func() bool { return len(pg.sent()) == matches })
+	ctxs := pg.sent()
+	dl, ok := ctxs[0].Deadline()
+	if want := start.Add(2 * DefaultTiming().SeatKeepAlive); !ok || dl.Before(want.Add(-time.Second)) || dl.After(want.Add(time.Second)) {
+		t.Fatalf("deadline %v (set %v), want about %v", dl, ok, want)
+	}
+	for i, c := range ctxs {
+		if c != ctxs[0] {
+			t.Fatalf("ping %d has a context of its own", i)
+		}
+	}
+	settled := func() int {
+		n := 0
+		for _, s := range seats {
+			if !s.pinging.Load() {
+				n++
+			}
+		}
+		return n
+	}
+	for i := range matches {
+		pg.gate <- struct{}{}
+		waitFor(t, "one more ping settled", func() bool { return settled() == i+1 })
+		if i < matches-1 && ctxs[0].Err() != nil {
+			t.Fatalf("the slot's context ended after %d of %d pings: %v", i+1, matches, ctxs[0].Err())
+		}
+	}
+	for _, s := range seats {
+		if !s.failingSince.IsZero() {
+			t.Errorf("seat of %s counts its keep-alive as failed", s.matchID)
+		}
+	}
+	waitFor(t, "the slot's context released", func() bool { return ctxs[0].Err() != nil })
 }
