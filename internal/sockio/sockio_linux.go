@@ -74,10 +74,16 @@ func (c *conn) Read(p []byte) (int, error) {
 // Write writes all of p, waiting in the network poller (within the write
 // deadline) while the socket's buffer is full.
 func (c *conn) Write(p []byte) (int, error) {
+	return c.writeWith(p, c.wr.fn)
+}
+
+// writeWith writes p with fn (c.wr.fn, which waits for room, or c.wr.try,
+// which does not) and reports the errors as the standard connection does.
+func (c *conn) writeWith(p []byte, fn func(uintptr) bool) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	n, errno, err := c.wr.do(c.raw.Write, p, c.wr.fn)
+	n, errno, err := c.wr.do(c.raw.Write, p, fn)
 	switch {
 	case err != nil:
 		return n, renameOp(err, "write")
@@ -91,17 +97,9 @@ func (c *conn) Write(p []byte) (int, error) {
 // socket's buffer takes at once, and only for the rest sets the deadline
 // and waits in the poller; then it clears the deadline.
 func (c *conn) WriteWithin(p []byte, deadline time.Time) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	n, errno, err := c.wr.do(c.raw.Write, p, c.wr.try)
-	switch {
-	case err != nil:
-		return n, renameOp(err, "write")
-	case errno != 0:
-		return n, c.opError("write", errno)
-	case n == len(p):
-		return n, nil
+	n, err := c.writeWith(p, c.wr.try)
+	if err != nil || n == len(p) {
+		return n, err
 	}
 	if err := c.Conn.SetWriteDeadline(deadline); err != nil {
 		return n, fmt.Errorf("set write deadline: %w", err)
