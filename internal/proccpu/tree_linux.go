@@ -15,7 +15,8 @@ const userHZ = 100
 // ones by their threads' time on a CPU (runTime), the children root has
 // already reaped through its cutime and cstime. The difference of two
 // readings is the tree's CPU in between, also when children came or went
-// (a reaped child's whole time moves into cutime); a thread that ends
+// (a reaped child's whole time moves into cutime, in whole ticks, so a
+// reading may drop by up to two ticks when a child is reaped); a thread that ends
 // within a live process takes its time with it, which does not happen to
 // PostgreSQL's single-threaded processes.
 // ok is false when root is gone or not visible (another pid namespace).
