@@ -11,6 +11,7 @@ import (
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/matchgrain/matchgrain/actors/envelope"
+	"github.com/matchgrain/matchgrain/internal/deadline"
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/protocol"
 )
@@ -47,6 +48,11 @@ type GrainDeps struct {
 	// activation for good, answering the seats routed to it from a stale
 	// state while the owner's activation serves the others.
 	Owns func(matchID string) bool
+
+	// storeDeadline gives store calls their StoreTimeout; NewMatchKind sets
+	// it. The calls of one tick share a context (internal/deadline): a
+	// grain only waits on it.
+	storeDeadline *deadline.Shared
 }
 
 // NewMatchKind returns the cluster kind that hosts match grains on a member.
@@ -66,6 +72,7 @@ func NewMatchKind(deps GrainDeps) (*pcluster.Kind, error) {
 	if deps.StoreTimeout <= 0 {
 		deps.StoreTimeout = 5 * time.Second
 	}
+	deps.storeDeadline = deadline.New(context.Background(), deps.StoreTimeout)
 	d := &deps
 	props := actor.PropsFromProducer(func() actor.Actor { return &grain{deps: d} },
 		actor.WithDispatcher(grainDispatcher))
@@ -169,9 +176,8 @@ func (g *grain) Receive(ctx actor.Context) {
 
 func (g *grain) now() int64 { return g.deps.Now().UnixMilli() }
 
-func (g *grain) storeCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), g.deps.StoreTimeout)
-}
+// storeCtx bounds one store call by StoreTimeout.
+func (g *grain) storeCtx() context.Context { return g.deps.storeDeadline.Context() }
 
 // activate claims the match (fencing every older activation) and rebuilds
 // its state from snapshot + log tail.
@@ -195,8 +201,7 @@ func (g *grain) activate(ctx actor.Context, id string) {
 		return
 	}
 	started := time.Now()
-	sctx, cancel := g.storeCtx()
-	defer cancel()
+	sctx := g.storeCtx()
 	rec, err := g.deps.Store.Claim(sctx, id, g.deps.Owner())
 	if errors.Is(err, persistence.ErrMatchNotFound) {
 		g.state = stateNotFound
@@ -438,8 +443,7 @@ func (g *grain) persist(ctx actor.Context, e logEntry, evs []protocol.EventEnvel
 		g.halt(ctx)
 		return false
 	}
-	sctx, cancel := g.storeCtx()
-	defer cancel()
+	sctx := g.storeCtx()
 	start := time.Now()
 	err = g.deps.Store.Append(sctx, g.id, g.epoch, []persistence.LogEntry{{Seq: g.logSeq + 1, Payload: payload}})
 	if g.deps.Metrics != nil {
@@ -482,8 +486,7 @@ func (g *grain) checkpoint(ctx actor.Context) {
 	if g.state != stateRunning || !g.engine.IsFinished() {
 		return
 	}
-	sctx, cancel := g.storeCtx()
-	defer cancel()
+	sctx := g.storeCtx()
 	err := g.deps.Store.MarkFinished(sctx, g.id, g.epoch)
 	g.deps.Metrics.observeFenced(err)
 	if err != nil && !errors.Is(err, persistence.ErrFenced) {
@@ -504,8 +507,7 @@ func (g *grain) snapshot(ctx actor.Context) {
 		g.log.Error("encode snapshot", "err", err)
 		return
 	}
-	sctx, cancel := g.storeCtx()
-	defer cancel()
+	sctx := g.storeCtx()
 	if err := g.deps.Store.SaveSnapshot(sctx, g.id, g.epoch, persistence.Snapshot{Seq: g.logSeq, Data: data}); err != nil {
 		g.deps.Metrics.observeFenced(err)
 		if errors.Is(err, persistence.ErrFenced) {
@@ -662,8 +664,7 @@ func (g *grain) replayLog(toLogSeq, wantEventSeq int64) ([]protocol.EventEnvelop
 	if !ok {
 		return nil, errors.New("the store cannot read its log back")
 	}
-	sctx, cancel := g.storeCtx()
-	defer cancel()
+	sctx := g.storeCtx()
 	head, err := r.ReadLog(sctx, g.id, 1, toLogSeq)
 	if err != nil {
 		return nil, fmt.Errorf("read log to %d: %w", toLogSeq, err)

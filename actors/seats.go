@@ -29,9 +29,7 @@ func (g *grain) onAttach(ctx actor.Context, m *AttachSeat) {
 		// The seat's PID is the ticket's consumer: the same connection's
 		// attach, retried because its answer was lost while the match moved,
 		// finds its own record and goes on; any other use is refused.
-		sctx, cancel := g.storeCtx()
-		err := g.deps.Store.ConsumeTicket(sctx, m.TicketID, time.UnixMilli(m.TicketExpiresMs), m.SessionAddr+"/"+m.SessionID)
-		cancel()
+		err := g.deps.Store.ConsumeTicket(g.storeCtx(), m.TicketID, time.UnixMilli(m.TicketExpiresMs), m.SessionAddr+"/"+m.SessionID)
 		if errors.Is(err, persistence.ErrTicketUsed) {
 			g.respond(ctx, &Reply{Code: ReplyTicketUsed, Message: "ticket already used"})
 			return

@@ -14,6 +14,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/matchgrain/matchgrain/internal/deadline"
 )
 
 // ErrServerClosed is returned by ServeTCP after Shutdown.
@@ -36,6 +38,9 @@ type Server struct {
 
 	play        *playLimits
 	seatLinkKey []byte
+	// callDeadline bounds sessions' calls into Matches by RequestTimeout;
+	// the calls of one tick share the deadline's timer (internal/deadline).
+	callDeadline *deadline.Shared
 
 	upgrader  websocket.Upgrader
 	origins   map[string]bool
@@ -81,6 +86,8 @@ func New(cfg Config, matches Matches) (*Server, error) {
 		sessions:    make(map[*session]struct{}),
 		listeners:   make(map[net.Listener]struct{}),
 		seatLinkKey: seatLinkKeyFrom(cfg.TicketKey),
+
+		callDeadline: deadline.New(context.Background(), cfg.RequestTimeout),
 	}
 	s.play = newPlayLimits(&s.cfg, time.Now())
 	for _, o := range cfg.AllowedOrigins {

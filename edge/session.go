@@ -89,7 +89,7 @@ func newSession(srv *Server, t transport) *session {
 // RequestTimeout, or when the session shuts down, whichever comes first.
 // Pass its cancel to endCall when the call returns.
 func (s *session) startCall() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+	ctx, cancel := context.WithCancel(s.srv.callDeadline.Context())
 	s.reqMu.Lock()
 	if s.isClosing() {
 		// shutdown has run (it closes closing before taking reqMu) and

@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/matchgrain/matchgrain/internal/deadline"
 )
 
 // GroupCommitConfig tunes the group-commit writer of a PostgresStore: appends
@@ -97,6 +99,9 @@ type groupCommitter struct {
 	stopped chan struct{}
 	ctx     context.Context // cancelled by close, after in-flight batches finish
 	cancel  context.CancelFunc
+	// batchDeadline bounds each batch statement by Timeout; the batches of
+	// one tick share a context (internal/deadline).
+	batchDeadline *deadline.Shared
 
 	batches, appends, retries atomic.Uint64
 	// observeStatement, if set, gets each statement's time (WithStatementObserver).
@@ -114,6 +119,8 @@ func newGroupCommitter(s *PostgresStore, cfg GroupCommitConfig, observe func(tim
 		stopped: make(chan struct{}),
 		ctx:     ctx,
 		cancel:  cancel,
+
+		batchDeadline: deadline.New(ctx, cfg.Timeout),
 
 		observeStatement: observe,
 	}
@@ -341,8 +348,7 @@ func (g *groupCommitter) observed(start time.Time) {
 
 // flush writes one batch and answers every request in it.
 func (g *groupCommitter) flush(batch []*appendReq) {
-	ctx, cancel := context.WithTimeout(g.ctx, g.cfg.Timeout)
-	defer cancel()
+	ctx := g.batchDeadline.Context()
 	g.batches.Add(1)
 	g.appends.Add(uint64(len(batch)))
 	if len(batch) == 1 {
