@@ -34,13 +34,16 @@ import (
 // (the spinning makes full width cost more than one processor for the
 // same work, which is why lowerAt is below raiseAt).
 //
-// It is opt-in (--proc-governor): a node playing as fast as it can stays
-// at full width and loses nothing, but with one processor a goroutine made
+// It is opt-in (--proc-governor): with one processor a goroutine made
 // runnable while that processor is in a system call or marking for the
-// collector waits for it, and at 1,000 matches × 2 intents/s the median
-// intent took 4.5 instead of 3.3 ms (docs/performance.md). Nodes that
-// share a small machine and are billed for CPU are the ones to turn it on
-// for.
+// collector waits for it, and at 1,000 matches × 2 intents/s on a busy
+// machine the median intent took 4.5 instead of 3.3 ms; on a quiet one
+// the median held and the p99 rose by a quarter (docs/performance.md). A
+// node playing as fast as it can at full width stays there, but one that
+// starts such a load while narrow stays narrow if the other processes on
+// the machine keep it under raiseAt (a closed loop of 100 matches did, at
+// 6 % fewer intents a second). Nodes that share a small machine and are
+// billed for CPU are the ones to turn it on for.
 //
 // It lives in the binary, like gcGovernor and for the same reason: only
 // the program may set the process's GOMAXPROCS.
