@@ -18,6 +18,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/matchgrain/matchgrain/actors/envelope"
+	"github.com/matchgrain/matchgrain/internal/deadline"
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/protocol"
 )
@@ -84,6 +85,11 @@ type Gateway struct {
 	live        []map[*Seat]struct{}
 	loopRunning bool
 	slotSeed    maphash.Seed
+	// pingDeadline bounds each keep-alive by two intervals. The pings of
+	// one slot start together and so share one context (internal/deadline):
+	// a context and its timer per match were a sixth of what a node of
+	// 5,000 quiet matches allocated (docs/performance.md).
+	pingDeadline *deadline.Shared
 }
 
 // NewGateway checks cfg and returns a Gateway.
@@ -108,7 +114,8 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 
 // newGateway makes the Gateway of a checked cfg.
 func newGateway(cfg GatewayConfig) *Gateway {
-	g := &Gateway{cfg: cfg, log: cfg.Logger, open: map[string]int{}, slotSeed: maphash.MakeSeed()}
+	g := &Gateway{cfg: cfg, log: cfg.Logger, open: map[string]int{}, slotSeed: maphash.MakeSeed(),
+		pingDeadline: deadline.New(context.Background(), 2*cfg.Timing.SeatKeepAlive)}
 	g.live = make([]map[*Seat]struct{}, keepAliveSlots(cfg.Timing.SeatKeepAlive))
 	for i := range g.live {
 		g.live[i] = map[*Seat]struct{}{}
@@ -622,39 +629,17 @@ func (g *Gateway) pingSlot(slot int, due map[string][]*Seat) bool {
 	if len(due) == 0 {
 		return true
 	}
-	// The slot's pings all start now, so they share one deadline: a
-	// context and its timer per match were a sixth of what a node of
-	// 5,000 quiet matches allocated (docs/performance.md). The last ping
-	// to finish releases it.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*g.cfg.Timing.SeatKeepAlive)
-	round := &pingRound{cancel: cancel}
-	round.left.Store(int32(len(due)))
+	ctx := g.pingDeadline.Context()
 	// One goroutine per match: a match whose member died must not hold up
 	// the others' pings while its requests retry.
 	for id, seats := range due {
 		for _, s := range seats {
 			s.pinging.Store(true)
 		}
-		go func() {
-			g.ping(ctx, id, seats)
-			round.done()
-		}()
+		go g.ping(ctx, id, seats)
 	}
 	clear(due)
 	return true
-}
-
-// pingRound is the shared deadline of one slot's pings.
-type pingRound struct {
-	left   atomic.Int32 // pings not finished
-	cancel context.CancelFunc
-}
-
-// done counts one ping finished; the last releases the deadline.
-func (r *pingRound) done() {
-	if r.left.Add(-1) == 0 {
-		r.cancel()
-	}
 }
 
 // ping sends one keep-alive for the seats of one match and settles each,

@@ -45,9 +45,6 @@ func New(parent context.Context, timeout time.Duration) *Shared {
 	return &Shared{parent: parent, timeout: timeout, tick: int64(max(timeout/128, time.Millisecond))}
 }
 
-// Timeout is the timeout the Shared was made with.
-func (s *Shared) Timeout() time.Duration { return s.timeout }
-
 // Context returns a context that ends no earlier than the timeout from now
 // and no later than a tick after that, or when the parent ends.
 func (s *Shared) Context() context.Context {
