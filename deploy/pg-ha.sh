@@ -258,16 +258,24 @@ postmaster_pid() {
 	[[ -f "$pidfile" ]] && head -n 1 "$pidfile"
 }
 
-# kill_node NAME WHOLE: SIGKILL to NAME's postmaster, and to its keeper's
-# whole process tree first if WHOLE (so nothing restarts the postmaster).
+# kill_node NAME WHOLE: SIGKILL to NAME's postmaster alone (its backends
+# live on until they notice, as after a real postmaster crash), or if WHOLE
+# to every process of the node at once, as when its machine dies: the
+# keeper's process tree (so nothing restarts the postmaster), the postmaster
+# and each of its children (backends make themselves process group leaders,
+# so the keeper's group does not hold them).
 kill_node() {
-	local name="$1" whole="$2" pid
-	if [[ "$whole" == 1 ]] && pid="$(keeper_pid "$name")"; then
-		# setsid made the keeper a process group leader: its services go too.
-		kill -KILL -- "-$pid" 2>/dev/null || true
+	local name="$1" whole="$2" pm keeper pids=()
+	pm="$(postmaster_pid "$name" || true)"
+	if [[ "$whole" == 1 ]]; then
+		keeper="$(keeper_pid "$name" || true)"
+		[[ -n "$keeper" ]] && pids+=("-$keeper")
+		# shellcheck disable=SC2207 # pids are words
+		[[ -n "$pm" ]] && pids+=($(ps -o pid= --ppid "$pm" 2>/dev/null || true))
 	fi
-	pid="$(postmaster_pid "$name" || true)"
-	[[ -n "$pid" ]] && kill -KILL "$pid" 2>/dev/null || true
+	[[ -n "$pm" ]] && pids+=("$pm")
+	((${#pids[@]})) || return 0
+	kill -KILL -- "${pids[@]}" 2>/dev/null || true
 }
 
 use_dir() {
