@@ -330,7 +330,7 @@ start_watchdog() {
 }
 
 database_url() {
-	printf "postgres://postgres@%s:%s,%s:%s/matchgrain?sslmode=disable&target_session_attrs=read-write" \
+	printf "postgres://postgres@%s:%s,%s:%s/matchgrain?sslmode=disable&target_session_attrs=read-write&connect_timeout=5" \
 		"$PGHA_LISTEN" "$(cat "$DIR/node1.port")" "$PGHA_LISTEN" "$(cat "$DIR/node2.port")"
 }
 
