@@ -61,9 +61,9 @@ func ReplayMatch(rules Rules, timing Timing, meta []byte, snap *persistence.Snap
 	if len(log) > 0 && log[0].Seq != 1 {
 		return r, fmt.Errorf("replay: the log starts at seq %d (pruned by retention?); a replay needs it from seq 1", log[0].Seq)
 	}
-	fresh := func() *grain {
+	fresh := func() *Core {
 		deps := &GrainDeps{Rules: rules, Timing: timing, Logger: slog.New(slog.DiscardHandler)}
-		return &grain{deps: deps, journal: intentJournal{}, rejected: map[journalKey]protocol.ServerIntentResult{}}
+		return newCore(deps)
 	}
 	// From the log alone: up to the snapshot's seq first, to compare there.
 	var upTo int
@@ -139,7 +139,7 @@ func ReplayMatch(rules Rules, timing Timing, meta []byte, snap *persistence.Snap
 // decision clock and the remembered intents. Absence is left out: an
 // activation marks connected seats absent in memory (connections do not
 // survive it), and a later snapshot stores that without a log entry.
-func stateBytes(g *grain) ([]byte, error) {
+func stateBytes(g *Core) ([]byte, error) {
 	eng, err := g.engine.MarshalState()
 	if err != nil {
 		return nil, fmt.Errorf("replay: marshal engine state: %w", err)
@@ -149,7 +149,7 @@ func stateBytes(g *grain) ([]byte, error) {
 
 // sameAsSnapshot compares g (rebuilt from the log up to the snapshot's
 // seq) with the stored snapshot: engine bytes, clocks, absence, journal.
-func sameAsSnapshot(g *grain, snap *persistence.Snapshot) (bool, error) {
+func sameAsSnapshot(g *Core, snap *persistence.Snapshot) (bool, error) {
 	var ss grainSnapshot
 	if err := decodeInternal(snap.Data, &ss); err != nil {
 		return false, fmt.Errorf("replay: decode snapshot: %w", err)
