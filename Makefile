@@ -2,7 +2,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: test deploy-test race vet lint fuzz-smoke bench chaos-smoke flake-hunt measure demo games-1m ts-test web-test web-build
+.PHONY: test deploy-test race vet lint fuzz-smoke bench chaos-smoke simulate flake-hunt measure demo games-1m ts-test web-test web-build
 
 ## test: vet, then the whole suite under -race with a throwaway PostgreSQL, then
 ## the TypeScript client's tests.
@@ -60,6 +60,14 @@ bench:
 ## chaos-smoke: the multi-process kill tests only (cluster and cmd/), verbose.
 chaos-smoke:
 	deploy/pg-throwaway.sh run --fast -- $(GO) test -count=1 -run 'TestChaos|TestCluster' -v ./cluster ./cmd/...
+
+## simulate: the deterministic simulation of the match grain (actors/sim):
+## SIM_MATCHES seeded matches under faults (default 1,000,000) on every core,
+## invariants after every step; a failure prints the seed that replays it.
+## make test runs 10,000 of them.
+SIM_MATCHES ?= 1000000
+simulate:
+	SIM_MATCHES=$(SIM_MATCHES) $(GO) test -count=1 -timeout 180m -run 'TestSimulation$$' -v ./actors/sim
 
 ## flake-hunt: the timing-sensitive packages FLAKE_COUNT times in a row under
 ## -race (go test -count), stopping at the first failure, to catch tests that

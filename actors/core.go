@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/matchgrain/matchgrain/actors/envelope"
+	"github.com/matchgrain/matchgrain/actors/internal/mutate"
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/protocol"
 )
@@ -267,6 +268,9 @@ func (g *Core) activate(id string) {
 		// again and again: mark it now.
 		g.checkpointDue = !rec.Finished
 		g.rd.IdleStop = true
+	}
+	if mutate.Planted == mutate.DropReactivationTimer {
+		return
 	}
 	g.onTick() // overdue deadlines fire at once
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/matchgrain/matchgrain/actors/internal/mutate"
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/protocol"
 )
@@ -104,11 +105,11 @@ func (g *Core) handleIntent(a *attachment, m *SubmitIntent) (ReplyCode, string) 
 		return ReplyBadRequest, "undecodable intent frame"
 	}
 	key := journalKey{m.Seat, ci.IntentID}
-	if seq, ok := g.journal.lookup(m.Seat, ci.IntentID); ok {
+	if seq, ok := g.journal.lookup(m.Seat, ci.IntentID); ok && mutate.Planted != mutate.ApplyDuplicate {
 		g.sendResult(a, protocol.ServerIntentResult{IntentID: ci.IntentID, Accepted: true, EventSeq: seq, Duplicate: true})
 		return ReplyOK, ""
 	}
-	if r, ok := g.rejected[key]; ok {
+	if r, ok := g.rejected[key]; ok && mutate.Planted != mutate.ApplyDuplicate {
 		r.Duplicate = true
 		g.sendResult(a, r)
 		return ReplyOK, ""
@@ -128,13 +129,19 @@ func (g *Core) handleIntent(a *attachment, m *SubmitIntent) (ReplyCode, string) 
 		g.reject(a, key, ci, code, reason)
 		return ReplyOK, ""
 	}
+	res := protocol.ServerIntentResult{IntentID: ci.IntentID, Accepted: true, EventSeq: g.engine.LastSeq()}
+	if mutate.Planted == mutate.AckBeforeAppend {
+		g.broadcast(evs, m.Seat, &res, true)
+	}
 	if !g.persist(e, evs) {
 		return ReplyUnavailable, "match is moving"
 	}
 	if g.deps.Metrics != nil {
 		g.deps.Metrics.IntentsAccepted.Add(1)
 	}
-	res := protocol.ServerIntentResult{IntentID: ci.IntentID, Accepted: true, EventSeq: g.engine.LastSeq()}
+	if mutate.Planted == mutate.AckBeforeAppend {
+		return ReplyOK, ""
+	}
 	// Every accepted intent restarts the decision clock, so the clock goes too.
 	g.broadcast(evs, m.Seat, &res, true)
 	return ReplyOK, ""
