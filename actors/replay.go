@@ -181,6 +181,10 @@ type LogRecord struct {
 	IntentID string
 	// EventSeq is the last event seq once the entry was applied.
 	EventSeq int64
+	// DeadlineAt is when the decider would have lost on time as the entry
+	// came (Unix ms; 0 when no decision clock ran): the deadline the
+	// entry, or a timeout in its place, had to come by.
+	DeadlineAt int64
 	// Loser and Reason describe a finish; Present a presence change.
 	Loser   int
 	Reason  protocol.FinishReason
@@ -217,6 +221,7 @@ func ReplayLog(rules Rules, timing Timing, meta []byte, log []persistence.LogEnt
 		if le.Seq != g.logSeq+1 {
 			return out, fmt.Errorf("replay log: gap: entry %d after %d", le.Seq, g.logSeq)
 		}
+		deadline := g.clock.timeoutAt(timing)
 		evs, err := g.apply(e)
 		if err != nil {
 			return out, fmt.Errorf("replay log: entry %d: %w", le.Seq, err)
@@ -224,7 +229,7 @@ func ReplayLog(rules Rules, timing Timing, meta []byte, log []persistence.LogEnt
 		g.keepEvents(evs)
 		g.logSeq = le.Seq
 		r := e.record(le.Seq)
-		r.EventSeq = g.engine.LastSeq()
+		r.EventSeq, r.DeadlineAt = g.engine.LastSeq(), deadline
 		out.Records = append(out.Records, r)
 	}
 	for s := range 2 {

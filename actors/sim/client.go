@@ -33,6 +33,7 @@ type player struct {
 	quit     bool
 	playing  bool
 	leaving  bool // the match is over: the player leaves
+	bot      bool // the grain plays this seat: no client
 }
 
 // conn is one connection of a player (an edge seat with its PID).
@@ -189,7 +190,15 @@ func (p *player) schedulePlay() {
 	}
 	p.playing = true
 	think := w.between(50, 2500)
-	if w.faulty() && w.chance(w.faults.slowThink) {
+	if w.chance(w.faults.leave) {
+		w.logf("player %d walks away from the match", p.seat)
+		p.quit = true
+		if c := p.conn; c != nil {
+			p.drop(c, "walked away")
+		}
+		return
+	}
+	if w.chance(w.faults.slowThink) {
 		think = w.between(w.timing.DecisionTime.Milliseconds(), (w.timing.DecisionTime+w.timing.BankTime).Milliseconds()+5000)
 	}
 	w.after(think, func() {

@@ -5,8 +5,10 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,10 +31,12 @@ type faults struct {
 	// delivered twice.
 	loss, slow, dup float64
 	// Players: cut their connection (then reconnect, take the seat over, or
-	// leave for good), or think past their decision time.
+	// leave for good). Not faults but habits, kept after faults stop:
+	// players think past their decision time, or leave a running match.
 	cut       float64
 	quit      bool
 	slowThink float64
+	leave     float64
 }
 
 // pick draws a seed's fault profile: each fault point on or off.
@@ -44,11 +48,11 @@ func pick(rng *rand.Rand) faults {
 		return p
 	}
 	return faults{
-		until:     int64(rng.IntN(120_000)),
+		until:     int64(rng.IntN(60_000)),
 		storeFail: on(0.03), storeLose: on(0.03), outage: on(0.002),
 		crash: rng.IntN(2) == 0, freeze: rng.IntN(2) == 0,
 		loss: on(0.05), slow: on(0.05), dup: on(0.05),
-		cut: on(0.08), quit: rng.IntN(4) == 0, slowThink: on(0.05),
+		cut: on(0.08), quit: rng.IntN(4) == 0, slowThink: on(0.08), leave: on(0.01),
 	}
 }
 
@@ -64,6 +68,14 @@ func Timing() actors.Timing {
 
 // settle is how long after faults stop a match must have finished.
 const settle = 15 * 60_000
+
+// calm is how long after faults stop every member is back and every
+// orphan reclaimed (a restart takes up to 20 s, a reclaim sweep 36 s);
+// timerSlack is how late a grain's timer may fire in the simulation.
+const (
+	calm       = 60_000
+	timerSlack = 5
+)
 
 // Result is what one simulated match did.
 type Result struct {
@@ -88,7 +100,12 @@ func Simulate(seed uint64, trace func(string)) (Result, error) {
 	w.store.OnAppend = w.onAppend
 	w.store.Violation = func(err error) { w.fail("one writer: %v", err) }
 	res := Result{Seed: seed}
-	meta, err := actors.EncodeMatchMeta([2]string{"a", "b"}, [2]string{"S1", "S2"}, seed, w.created, [2]bool{}, toyRules{})
+	// One match in five is a training match: the grain plays one seat.
+	var bots [2]bool
+	if w.rng.IntN(5) == 0 {
+		bots[w.rng.IntN(2)] = true
+	}
+	meta, err := actors.EncodeMatchMeta([2]string{"a", "b"}, [2]string{"S1", "S2"}, seed, w.created, bots, toyRules{})
 	if err != nil {
 		return res, err
 	}
@@ -101,6 +118,10 @@ func Simulate(seed uint64, trace func(string)) (Result, error) {
 	}
 	for s := range 2 {
 		w.players[s] = w.newPlayer(s)
+		if bots[s] {
+			w.players[s].bot = true
+			continue
+		}
 		w.after(w.between(0, 2000), w.players[s].connect)
 	}
 	w.after(w.between(0, 1000), func() {
@@ -142,7 +163,7 @@ func (w *world) done() bool {
 		return false
 	}
 	for _, p := range w.players {
-		if !p.quit && !p.fold.finished {
+		if !p.bot && !p.quit && !p.fold.finished {
 			return false
 		}
 	}
@@ -170,6 +191,13 @@ func (w *world) checkEnd(res *Result) {
 	lastChange := w.created
 	var present [2]int64
 	for _, r := range truth.Records {
+		// Clocks fire in time: once faults have long stopped (members back,
+		// orphans reclaimed), nothing happens after a decision deadline
+		// but the timeout it calls for, at that instant.
+		if r.DeadlineAt > w.faults.until+calm && r.At > r.DeadlineAt+timerSlack {
+			w.fail("log entry %d (%s) at %d, %dms after the decision deadline %d", r.Seq, r.Kind, r.At, r.At-r.DeadlineAt, r.DeadlineAt)
+			return
+		}
 		switch r.Kind {
 		case "intent":
 			k := intentKey{r.Seat, r.IntentID}
@@ -187,8 +215,8 @@ func (w *world) checkEnd(res *Result) {
 			// Clocks and absence never fire early.
 			switch r.Reason {
 			case protocol.FinishTimeout:
-				if r.At-lastChange < w.timing.DecisionTime.Milliseconds() {
-					w.fail("timeout at %d, %dms after the decision started at %d", r.At, r.At-lastChange, lastChange)
+				if r.At < r.DeadlineAt || r.DeadlineAt == 0 || r.At-lastChange < w.timing.DecisionTime.Milliseconds() {
+					w.fail("timeout at %d: the deadline was %d, the decision started at %d", r.At, r.DeadlineAt, lastChange)
 				}
 			case protocol.FinishAbsence:
 				since := max(present[max(r.Loser, 0)], w.created)
@@ -200,7 +228,11 @@ func (w *world) checkEnd(res *Result) {
 		}
 	}
 	for _, p := range w.players {
-		for id, seq := range p.accepted {
+		if p.bot {
+			continue
+		}
+		for _, id := range slices.Sorted(maps.Keys(p.accepted)) {
+			seq := p.accepted[id]
 			r, ok := bySeat[intentKey{p.seat, id}]
 			if !ok {
 				w.fail("seat %d: acknowledged intent %q is not in the log", p.seat, id)
@@ -212,7 +244,8 @@ func (w *world) checkEnd(res *Result) {
 			}
 		}
 		// Every event a seat saw is the truth as that seat may see it.
-		for seq, got := range p.seen {
+		for _, seq := range slices.Sorted(maps.Keys(p.seen)) {
+			got := p.seen[seq]
 			if seq < 1 || seq > int64(len(truth.Events)) {
 				w.fail("seat %d saw event %d; the match has %d", p.seat, seq, len(truth.Events))
 				return

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -62,4 +63,28 @@ func TestSimulation(t *testing.T) {
 // simulated store, so the simulator's fencing is the real stores'.
 func TestStoreConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) persistence.Store { return NewStore(nil) })
+}
+
+// TestSimulationReplaysExactly runs seeds twice and compares their traces
+// step for step: a seed that did not replay exactly could not be debugged.
+func TestSimulationReplaysExactly(t *testing.T) {
+	for seed := uint64(1); seed <= 50; seed++ {
+		var runs [2][]string
+		for i := range runs {
+			if _, err := Simulate(seed, func(s string) { runs[i] = append(runs[i], s) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(runs[0]) == 0 {
+			t.Fatalf("seed %d: no trace", seed)
+		}
+		if !slices.Equal(runs[0], runs[1]) {
+			for i := range min(len(runs[0]), len(runs[1])) {
+				if runs[0][i] != runs[1][i] {
+					t.Fatalf("seed %d diverges at step %d:\n%s\n%s", seed, i, runs[0][i], runs[1][i])
+				}
+			}
+			t.Fatalf("seed %d: %d and %d trace lines", seed, len(runs[0]), len(runs[1]))
+		}
+	}
 }
