@@ -25,6 +25,7 @@ import (
 	"github.com/matchgrain/matchgrain/edge"
 	"github.com/matchgrain/matchgrain/edge/grains"
 	"github.com/matchgrain/matchgrain/game"
+	"github.com/matchgrain/matchgrain/internal/governor"
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/web"
 )
@@ -54,9 +55,9 @@ type options struct {
 	metricsListen string
 	adminPrevious string
 	debugListen   string
-	// gcQuietPercent is the gcGovernor's GOGC for a quiet node (0: off).
+	// gcQuietPercent is the GC governor's GOGC for a quiet node (0: off).
 	gcQuietPercent int
-	// procGovernor turns on the procGovernor (one processor while the node is light).
+	// procGovernor turns on the Proc governor (one processor while the node is light).
 	procGovernor bool
 	// requestTimeout is the edge's patience: how long one player or API
 	// call waits for its match, retrying through a failover (edgePatience).
@@ -296,15 +297,15 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	// gets the name from log.
 	log := base.With("node", o.nodeName)
 	envelope.SetLogger(log)
-	if g := newGCGovernor(100, o.gcQuietPercent, gcQuietMaxCycles, log); g != nil {
+	if g := governor.NewGC(100, o.gcQuietPercent, governor.GCQuietMaxCycles, log); g != nil {
 		gctx, stopGovernor := context.WithCancel(ctx)
 		defer stopGovernor()
-		go g.run(gctx, time.Second)
+		go g.Run(gctx, governor.GCInterval)
 	}
-	if g := newProcGovernor(o.procGovernor, log); g != nil {
+	if g := governor.NewProc(o.procGovernor, log); g != nil {
 		pctx, stopGovernor := context.WithCancel(ctx)
 		defer stopGovernor()
-		go g.run(pctx, procSample)
+		go g.Run(pctx, governor.ProcSample)
 	}
 	statements := newStatementHistogram()
 	store, err := openStore(ctx, o, log, statements)
