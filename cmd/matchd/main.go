@@ -306,7 +306,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		defer stopGovernor()
 		go g.Run(pctx, governor.ProcSample)
 	}
-	statements := newStatementHistogram()
+	statements := persistence.NewStatementHistogram()
 	store, err := openStore(ctx, o, log, statements)
 	if err != nil {
 		return err
@@ -329,7 +329,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if err := registerStoreMetrics(registry, store, statements); err != nil {
+	if err := persistence.RegisterMetrics(registry, store, statements); err != nil {
 		return err
 	}
 	if !o.edgeOnly {
