@@ -47,7 +47,7 @@ func RegisterMetrics(reg prometheus.Registerer, store Store, statements promethe
 	return nil
 }
 
-// newStatementHistogram times the group-commit writer's statements
+// NewStatementHistogram times the group-commit writer's statements
 // (WithStatementObserver). It is made before the store it is
 // given to, and registered with the store's other metrics.
 func NewStatementHistogram() prometheus.Histogram {
