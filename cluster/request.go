@@ -14,7 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/matchgrain/matchgrain/actors/envelope"
+	"github.com/matchgrain/matchgrain/cluster/envelope"
 )
 
 // Errors returned by Node.Request.

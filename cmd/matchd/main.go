@@ -19,8 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/matchgrain/matchgrain/actors"
-	"github.com/matchgrain/matchgrain/actors/envelope"
 	"github.com/matchgrain/matchgrain/cluster"
+	"github.com/matchgrain/matchgrain/cluster/envelope"
 	"github.com/matchgrain/matchgrain/edge"
 	"github.com/matchgrain/matchgrain/edge/grains"
 	"github.com/matchgrain/matchgrain/game"
