@@ -23,7 +23,7 @@ import (
 	"github.com/matchgrain/matchgrain/cluster/envelope"
 	"github.com/matchgrain/matchgrain/edge"
 	"github.com/matchgrain/matchgrain/edge/grains"
-	"github.com/matchgrain/matchgrain/game"
+	"github.com/matchgrain/matchgrain/game/catalog"
 	"github.com/matchgrain/matchgrain/internal/governor"
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/web"
@@ -582,7 +582,7 @@ func openStore(ctx context.Context, o options, log *slog.Logger, statements prom
 
 func deckInfos() []edge.DeckInfo {
 	var out []edge.DeckInfo
-	for _, d := range game.Decks() {
+	for _, d := range catalog.Decks() {
 		out = append(out, edge.DeckInfo{ID: string(d.ID), Name: d.Name, Cards: d.Cards})
 	}
 	return out
