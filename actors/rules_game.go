@@ -16,9 +16,11 @@ type GameRules struct{}
 
 var _ Rules = GameRules{}
 
-// RulesRevision numbers the behaviour of the rules engine. Bump it with any
-// change that can make one log replay into other events: matches pin the
-// version they were created with (Versioned).
+// RulesRevision numbers the behaviour of the rules engine and of the bot
+// policy (game/botpolicy). Bump it with any change that can make one log
+// replay into other events, or a bot seat choose otherwise at the same log
+// position: matches pin the version they were created with (Versioned), and
+// TestBotPolicyPinnedToRulesRevision holds the policy to the revision.
 const RulesRevision = 1
 
 // gameRulesVersion is "rules/<revision>+catalog/<hash>": the catalog part
