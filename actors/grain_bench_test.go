@@ -88,10 +88,10 @@ func benchAsk(b *testing.B, sys *actor.ActorSystem, pid *actor.PID, m any) *Repl
 }
 
 // endlessRules is the toy game without its end.
-type endlessRules struct{ toyRules }
+type endlessRules struct{ ToyRules }
 
 func (r endlessRules) New(seed uint64, decks [2]string) (Engine, []protocol.EventEnvelope, error) {
-	e, evs, err := r.toyRules.New(seed, decks)
+	e, evs, err := r.ToyRules.New(seed, decks)
 	if err != nil {
 		return nil, nil, err
 	}

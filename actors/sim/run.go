@@ -105,7 +105,7 @@ func Simulate(seed uint64, trace func(string)) (Result, error) {
 	if w.rng.IntN(5) == 0 {
 		bots[w.rng.IntN(2)] = true
 	}
-	meta, err := actors.EncodeMatchMeta([2]string{"a", "b"}, [2]string{"S1", "S2"}, seed, w.created, bots, toyRules{})
+	meta, err := actors.EncodeMatchMeta([2]string{"a", "b"}, [2]string{"S1", "S2"}, seed, w.created, bots, rules)
 	if err != nil {
 		return res, err
 	}
@@ -174,7 +174,7 @@ func (w *world) done() bool {
 func (w *world) checkEnd(res *Result) {
 	meta, log, marked := w.store.record(w.matchID)
 	res.LogLen = len(log)
-	truth, err := actors.ReplayLog(toyRules{}, w.timing, meta, log)
+	truth, err := actors.ReplayLog(rules, w.timing, meta, log)
 	if err != nil {
 		w.fail("the durable log does not replay: %v", err)
 		return
@@ -251,7 +251,7 @@ func (w *world) checkEnd(res *Result) {
 				return
 			}
 			var want []byte
-			if ev, ok := (toyRules{}).Project(p.seat, truth.Events[seq-1].Event); ok {
+			if ev, ok := rules.Project(p.seat, truth.Events[seq-1].Event); ok {
 				if want, err = protocol.AppendEvent(nil, ev); err != nil {
 					w.fail("encode event %d: %v", seq, err)
 					return
@@ -361,3 +361,8 @@ func (s *Stats) merge(o Stats) {
 	s.VirtualMs += o.VirtualMs
 	s.LogEntries += o.LogEntries
 }
+
+// rules is the game of simulated matches: the grain's toy game, short, so
+// that a million matches are affordable; the simulator tests the grain
+// (durability, idempotency, clocks, seats), not the card game.
+var rules = actors.ToyRules{Turns: 12}

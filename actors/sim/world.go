@@ -170,7 +170,7 @@ func (m *member) restart() {
 	m.score = h.Sum64()
 	m.alive, m.frozen, m.inView, m.act, m.pending = true, false, true, nil, nil
 	cores, err := actors.NewCores(actors.GrainDeps{
-		Store: w.store, Rules: toyRules{}, Timing: w.timing,
+		Store: w.store, Rules: rules, Timing: w.timing,
 		Owner:  func() string { return m.name },
 		Now:    func() time.Time { return time.UnixMilli(w.now) },
 		Logger: slog.New(slog.DiscardHandler),
