@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,6 +41,10 @@ type world struct {
 	durable map[intentKey]int64
 	// fifo is when the last push of an activation to a connection arrives.
 	fifo map[fifoKey]int64
+
+	// stallNext: the store stalls the member whose step is running right
+	// after the current call (member.step).
+	stallNext bool
 
 	failure error
 	trace   func(string)
@@ -212,17 +217,48 @@ func (m *member) input(fn func()) {
 func (m *member) request(msg any, reply func(*actors.Reply)) {
 	m.input(func() {
 		a := m.act
+		handle := func() {
+			a.lastInput = m.w.now
+			m.w.logf("%s <- %s", m.name, describe(msg))
+			m.step(a, a.core.Handle(msg), reply)
+		}
 		if a == nil {
+			// The activation is a message of its own (protoactor's
+			// ClusterInit), ahead of the request in the mailbox; a halted
+			// one still answers the request (Unavailable).
 			a = &activation{core: m.cores()}
 			m.act = a
 			m.w.logf("%s activates", m.name)
-			m.carryOut(a, a.core.Activate(m.w.matchID), nil)
+			m.step(a, a.core.Activate(m.w.matchID), nil)
+			if m.frozen {
+				m.pending = append(m.pending, handle)
+				return
+			}
 		}
-		a.lastInput = m.w.now
-		m.w.logf("%s <- %s", m.name, describe(msg))
-		m.carryOut(a, a.core.Handle(msg), reply)
-		m.carryOut(a, a.core.Advance(), nil)
+		handle()
 	})
+}
+
+// step carries out the Ready of one input and then advances the core, as
+// the protoactor grain does, unless the store stalled the member inside
+// the step (an append that landed, its answer not yet back): then the
+// member freezes with the step's effects still to come, and they follow
+// when it thaws, after whatever happened meanwhile (another member's
+// takeover included).
+func (m *member) step(a *activation, rd actors.Ready, reply func(*actors.Reply)) {
+	w := m.w
+	if !w.stallNext {
+		m.carryOut(a, rd, reply)
+		m.carryOut(a, a.core.Advance(), nil)
+		return
+	}
+	w.stallNext = false
+	rd.Sends = slices.Clone(rd.Sends) // the core reuses its slice
+	m.freeze(w.between(300, 6000))
+	m.pending = append([]func(){func() {
+		m.carryOut(a, rd, reply)
+		m.carryOut(a, a.core.Advance(), nil)
+	}}, m.pending...)
 }
 
 // carryOut does what a Ready asks, as the protoactor grain does.
@@ -261,8 +297,7 @@ func (m *member) carryOut(a *activation, rd actors.Ready, reply func(*actors.Rep
 				if m.act != a || a.stopped || a.timerGen != gen {
 					return
 				}
-				m.carryOut(a, a.core.Tick(), nil)
-				m.carryOut(a, a.core.Advance(), nil)
+				m.step(a, a.core.Tick(), nil)
 			})
 		})
 	}
@@ -416,6 +451,10 @@ func (w *world) storeFate(op string) Fate {
 		return Fail
 	}
 	switch {
+	case op == "Append" && w.faults.freeze && w.chance(0.01):
+		w.logf("store: the appending member stalls before the answer")
+		w.stallNext = true
+		return Ok
 	case w.chance(w.faults.storeFail):
 		w.logf("store: %s fails", op)
 		return Fail
