@@ -8,11 +8,20 @@
 // The seed switches fault points on and says how often they strike: store
 // calls that fail, lose their reply after committing, or find the store
 // down; members that crash (their memory lost) or freeze and wake up stale
-// after the match moved; requests and replies lost, delayed past others or
-// delivered twice; players that cut their connection, take their seat over
-// from a new one, resume, re-send, think past their decision time or leave
-// for good. Faults stop at a point the seed picks, so that liveness can be
-// checked.
+// after the match moved, also between an append landing and its answer (so
+// the step's result and events follow another member's takeover); requests
+// and replies lost, delayed past others or delivered twice; pushes from a
+// grain to a seat delayed, but in order and never lost while the
+// connection lives (protoactor's guarantee between live members); players
+// that cut their connection, take their seat over from a new one, resume,
+// re-send, think past their decision time or leave for good; one match in
+// five has a bot seat. Faults stop at a point the seed picks, so that
+// liveness can be checked.
+//
+// The core settles its store calls inside the step that makes them (the
+// grain waits for its append anyway), so the simulated store answers at
+// once and its faults are outcomes (fail, lose the reply, stall the
+// caller), not latencies.
 //
 // The invariants are checked after every step and at the end: an intent is
 // acknowledged only once durable, and every acknowledged intent is in the
