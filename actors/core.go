@@ -24,12 +24,12 @@ import (
 // nothing itself; grain (grain.go) carries a Ready out with protoactor, and
 // the simulator (actors/sim) with its virtual network and clock.
 //
-// Its two dependencies it waits on are GrainDeps.Store and GrainDeps.Now:
-// every store call a step makes returns before the step does, so an
-// append's outcome is settled inside the step that wrote it (the grain
-// waits for the append anyway, docs/architecture.md §3) and nothing is
-// sent before it succeeded. A simulated store and clock make a core fully
-// deterministic.
+// It reaches outside itself only through GrainDeps: the store, whose every
+// call returns before the step that made it does (so an append's outcome
+// is settled inside the step that wrote it, as the grain waits for the
+// append anyway, docs/architecture.md §3, and nothing is sent before it
+// succeeded), and the clock, GrainDeps.Now. A simulated store and clock
+// make a core fully deterministic.
 
 // Ready is what one step of a core asks its host to do, in this order:
 // deliver Sends in order (To nil is the reply to the request's sender, if
