@@ -308,8 +308,12 @@ func (p *player) onFrame(c *conn, m *actors.SeatFrames, of actors.OutFrame) {
 			w.fail("seat %d: a snapshot at seq %d after events up to %d: the stream went back", p.seat, v.EventSeq, p.lastSeq)
 			return
 		}
-		p.lastSeq = v.EventSeq
-		p.fold = fold{turn: v.TurnNumber, next: v.ActivePlayer, winner: v.Winner, finished: v.IsFinished}
+		got := fold{turn: v.TurnNumber, next: v.ActivePlayer, winner: v.Winner, finished: v.IsFinished}
+		if v.EventSeq == p.lastSeq && p.lastSeq > 0 && got != p.fold {
+			w.fail("seat %d: at seq %d its events fold to %+v, a snapshot says %+v", p.seat, p.lastSeq, p.fold, got)
+			return
+		}
+		p.lastSeq, p.fold = v.EventSeq, got
 		c.resyncing = false
 	case *protocol.ServerEvents:
 		if f.ToSeq <= p.lastSeq {
