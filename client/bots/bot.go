@@ -397,7 +397,13 @@ func chaosDropPercent(in protocol.Intent) int {
 
 // choose picks a legal intent, never Concede; nil when there is nothing
 // else (the other player decides).
-func (b *bot) choose(legal []protocol.Intent) protocol.Intent {
+func (b *bot) choose(legal []protocol.Intent) protocol.Intent { return Choose(b.rng, legal) }
+
+// Choose picks one of legal at random with the bots' weights (ride, call and
+// attack before passing; never Concede), so that random play ends; nil when
+// nothing is left to choose (the other player decides). Other workloads
+// (the nemesis harness) play with the same policy through it.
+func Choose(rng *rand.Rand, legal []protocol.Intent) protocol.Intent {
 	total := 0
 	weights := make([]int, len(legal))
 	for i, in := range legal {
@@ -407,7 +413,7 @@ func (b *bot) choose(legal []protocol.Intent) protocol.Intent {
 	if total == 0 {
 		return nil
 	}
-	r := b.rng.IntN(total)
+	r := rng.IntN(total)
 	for i, w := range weights {
 		if r < w {
 			return legal[i]
