@@ -94,11 +94,12 @@ func checkHistory(v *Verdict, h *History, logs map[string][]StoredEntry) {
 		}
 		entries := logs[m.ID]
 		inLog := map[string]int{}
+		gap := false
 		for i, e := range entries {
-			if e.Seq != int64(i+1) {
+			if e.Seq != int64(i+1) && !gap {
+				gap = true
 				v.LogGaps++
 				v.problem("match %s: log has seq %d where %d belongs", m.ID, e.Seq, i+1)
-				break
 			}
 			if i > 0 && e.Epoch < entries[i-1].Epoch {
 				v.EpochDrops++

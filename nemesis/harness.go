@@ -37,18 +37,19 @@ var DefaultTiming = Timing{ProbeInterval: time.Second, SeatKeepalive: 500 * time
 const memberRestart = 5 * time.Second
 
 // LivenessBound is how long after a heal every match must accept an
-// intent again. After a heal the worst case is a member that peers still
-// suspect: it is declared dead at the latest CrashDetection after the heal
-// (its suspicion may have started during the fault), exits as evicted and
-// comes back within memberRestart, and the rendezvous hash moves matches
-// to it; the grain activates on the next request, and a seat whose
-// connection died notices within clientReadTimeout and reconnects after at
-// most the last backoff step; its keep-alive finds a moved grain within 3
-// keep-alives. Add the store's call bound (an append in flight at the heal
-// may wait that long before the grain stops and reactivates).
+// intent again (docs/operations.md §9). The longest path after a heal: a
+// member its peers still suspect is declared dead up to CrashDetection after
+// the heal (its suspicion may have started during the fault), exits as
+// evicted and is back within memberRestart, and the rendezvous hash moves
+// matches to it; a seat whose grain moved finds it within three
+// keep-alives; a seat whose connection closed reconnects after at most the
+// last backoff step, and one whose connection went silent notices within
+// clientReadTimeout. A db-cut's append in flight at the heal (the store's
+// 5 s call bound, then a reactivation) and a silent connection alone take
+// less.
 func (t Timing) LivenessBound() time.Duration {
 	fd := cluster.FailureDetection{ProbeInterval: t.ProbeInterval}
-	return fd.CrashDetection() + memberRestart + clientReadTimeout + clientBackoff[len(clientBackoff)-1] + 3*t.SeatKeepalive + 5*time.Second
+	return fd.CrashDetection() + memberRestart + 3*t.SeatKeepalive + clientBackoff[len(clientBackoff)-1] + clientReadTimeout
 }
 
 // Config is one run of the harness.
@@ -226,7 +227,7 @@ func Run(ctx context.Context, c Config, workDir string) (*Report, error) {
 // liveness bound to recover before the next fault, so that each heal is
 // judged alone.
 func schedule(ctx context.Context, c Config, members []*member, bound time.Duration) []Fault {
-	rng := mrand.New(mrand.NewPCG(c.Seed, 0x6e656d65))
+	rng := newRand(c.Seed)
 	end := time.Now().Add(c.Duration)
 	var faults []Fault
 	var round []Kind
@@ -295,3 +296,6 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b) // crypto/rand does not fail on Linux
 	return hex.EncodeToString(b)
 }
+
+// newRand is the schedule's generator for seed: one seed, one schedule.
+func newRand(seed uint64) *mrand.Rand { return mrand.New(mrand.NewPCG(seed, 0x6e656d65)) }

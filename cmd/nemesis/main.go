@@ -83,7 +83,7 @@ func parse(name string, args []string) (*options, error) {
 	fs.IntVar(&o.members, "members", 5, "matchd members (3 to 5)")
 	fs.Uint64Var(&o.seed, "seed", 0, "the fault schedule's seed (0: random, printed)")
 	fs.DurationVar(&o.think, "think", 200*time.Millisecond, "each bot's pause before an intent")
-	fs.DurationVar(&o.faultHold, "fault-hold", 8*time.Second, "longest a fault lasts (at least half of it)")
+	fs.DurationVar(&o.faultHold, "fault-hold", 6*time.Second, "longest a fault lasts (at least half of it)")
 	fs.StringVar(&o.workDir, "work-dir", "", "inside only: the run's directory")
 	fs.BoolVar(&o.verbose, "v", false, "log the schedule and the members' restarts")
 	if err := fs.Parse(args); err != nil {
