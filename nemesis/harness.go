@@ -52,6 +52,11 @@ func (t Timing) LivenessBound() time.Duration {
 	return fd.CrashDetection() + memberRestart + 3*t.SeatKeepalive + clientBackoff[len(clientBackoff)-1] + clientReadTimeout
 }
 
+// drainPatience bounds how long the matches in play may take to finish
+// after the last heal; one still playing then is reported unfinished, with
+// what its seats wait for.
+const drainPatience = 4 * time.Minute
+
 // Config is one run of the harness.
 type Config struct {
 	Members  int           // 3 to 5 matchd members
@@ -196,8 +201,14 @@ func Run(ctx context.Context, c Config, workDir string) (*Report, error) {
 	go func() { newMatches.Wait(); close(finished) }()
 	select {
 	case <-finished:
-	case <-time.After(5 * time.Minute):
-		lg.Warn("matches still in play after 5 minutes; stopping them")
+	case <-time.After(drainPatience):
+		w.hist.mu.Lock()
+		for _, m := range w.hist.Matches {
+			if m.Finished.IsZero() {
+				lg.Warn("match still in play; stopping it", "match", m.ID, "after", drainPatience, "seats", m.stuck())
+			}
+		}
+		w.hist.mu.Unlock()
 		stopPlay()
 		<-finished
 	}

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,22 @@ type Match struct {
 	Final      [2]*protocol.MatchView
 	Mismatches []string // the sessions' Board-against-snapshot disagreements
 	Err        error
+
+	players [2]*player // while it plays: what each seat waits for (stuck)
+}
+
+// stuck describes what each seat of a match still in play waits for.
+func (m *Match) stuck() string {
+	var parts []string
+	for s, p := range m.players {
+		if p == nil {
+			continue
+		}
+		legal, seq := p.s.LegalIntents()
+		parts = append(parts, fmt.Sprintf("seat %d: lastSeq %d, Board at %d with %d legal intents, pending intent %q, waiting for seq %d, via m%d, %d reconnects",
+			s, p.s.LastSeq(), seq, len(legal), p.pendingNow(), p.waitSeq.Load(), p.proxy.current.Load(), p.s.Reconnects()))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // History is everything the workload saw, for the checker.
@@ -226,6 +243,9 @@ func (w *workload) playMatch(ctx context.Context, botSeed uint64) {
 		go func() {
 			defer wg.Done()
 			pl := &player{w: w, m: m, seat: s, s: sessions[s], proxy: proxies[s], rng: rand.New(rand.NewPCG(botSeed, uint64(s))), ops: map[string]*Op{}}
+			w.hist.mu.Lock()
+			m.players[s] = pl
+			w.hist.mu.Unlock()
 			errs[s] = pl.play(ctx)
 		}()
 	}
@@ -256,8 +276,21 @@ type player struct {
 	rng   *rand.Rand
 	ops   map[string]*Op
 
-	pending string // the intent awaiting its result
-	waitSeq int64  // act only once the Board reached the seq of the last accepted intent
+	pendingMu sync.Mutex
+	pending   string       // the intent awaiting its result
+	waitSeq   atomic.Int64 // act only once the Board reached the seq of the last accepted intent
+}
+
+func (p *player) pendingNow() string {
+	p.pendingMu.Lock()
+	defer p.pendingMu.Unlock()
+	return p.pending
+}
+
+func (p *player) setPending(id string) {
+	p.pendingMu.Lock()
+	p.pending = id
+	p.pendingMu.Unlock()
 }
 
 // stallAfter: no progress this long, ask for a snapshot (as the bots do).
@@ -299,7 +332,7 @@ func (p *player) handle(f protocol.ServerFrame) bool {
 	switch f := f.(type) {
 	case *protocol.ServerHello:
 		if p.s.PendingIntents() == 0 {
-			p.pending = ""
+			p.setPending("")
 		}
 	case *protocol.ServerSnapshot:
 		if f.View.IsFinished {
@@ -316,9 +349,9 @@ func (p *player) handle(f protocol.ServerFrame) bool {
 			p.w.hist.answer(o, f, time.Now())
 		}
 		if f.IntentID == p.pending {
-			p.pending = ""
+			p.setPending("")
 			if f.Accepted {
-				p.waitSeq = max(p.waitSeq, f.EventSeq)
+				p.waitSeq.Store(max(p.waitSeq.Load(), f.EventSeq))
 			}
 		}
 		if !f.Accepted && (f.Code == protocol.RejectStale || f.Code == protocol.RejectIllegal) {
@@ -338,7 +371,7 @@ func (p *player) decide() {
 		return
 	}
 	legal, seq := p.s.LegalIntents()
-	if seq < p.waitSeq {
+	if seq < p.waitSeq.Load() {
 		return
 	}
 	in := bots.Choose(p.rng, legal)
@@ -356,7 +389,7 @@ func (p *player) decide() {
 	o.ID = id
 	p.ops[id] = o
 	p.w.hist.addOp(o)
-	p.pending = id
+	p.setPending(id)
 }
 
 // retry calls f until it succeeds, ctx ends or patience runs out, with a
