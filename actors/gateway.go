@@ -361,7 +361,7 @@ func (g *Gateway) OpenSeat(ctx context.Context, req SeatRequest, sink Sink) (*Se
 	if req.Seat < 0 || req.Seat > 1 {
 		return nil, fmt.Errorf("%w: seat %d", ErrBadRequest, req.Seat)
 	}
-	s := &Seat{gw: g, matchID: req.MatchID, seat: req.Seat, sink: sink, initial: make(chan struct{})}
+	s := &Seat{gw: g, matchID: req.MatchID, seat: req.Seat, sink: sink, initial: make(chan struct{}), ticketExpiresMs: req.TicketExpires.UnixMilli()}
 	s.lastSeq.Store(req.ResumeFromSeq)
 	if err := s.register(g.cfg.System, "seat-"+req.MatchID+"-"+mustRandomSuffix()); err != nil {
 		return nil, err
@@ -372,6 +372,10 @@ func (g *Gateway) OpenSeat(ctx context.Context, req SeatRequest, sink Sink) (*Se
 	})
 	if err != nil {
 		s.proc.Stop(s.pid)
+		if errors.Is(err, errReplaced) {
+			// A newer connection of this seat holds it (seats.go onAttach).
+			return nil, fmt.Errorf("%w: %w", ErrDetached, err)
+		}
 		return nil, err
 	}
 	g.mu.Lock()
@@ -421,6 +425,9 @@ type Seat struct {
 	pid     *actor.PID
 	// proc is what pid resolves to in the process registry (register).
 	proc seatProcess
+	// ticketExpiresMs is the opening ticket's expiry; re-attaches carry it
+	// so that a new activation orders takeovers as the old one did.
+	ticketExpiresMs int64
 
 	lastSeq     atomic.Int64
 	epoch       atomic.Int64
@@ -501,7 +508,7 @@ func (s *Seat) reattach(ctx context.Context) error {
 		return ErrDetached
 	}
 	_, err := s.gw.call(ctx, s.matchID, &AttachSeat{
-		Seat: s.seat, Reattach: true, ResumeFromSeq: s.lastSeq.Load(),
+		Seat: s.seat, Reattach: true, ResumeFromSeq: s.lastSeq.Load(), TicketExpiresMs: s.ticketExpiresMs,
 		SessionAddr: s.pid.Address, SessionID: s.pid.Id, SeenEpoch: s.epoch.Load(),
 	})
 	if errors.Is(err, errReplaced) {
