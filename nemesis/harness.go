@@ -80,6 +80,10 @@ type Report struct {
 	Verdict Verdict
 	Bound   time.Duration
 	Ops     int
+	// Restarts counts members that exited on their own (evicted after
+	// peers declared them dead) and were restarted: not a violation, the
+	// price of a fault.
+	Restarts int
 }
 
 // Pass reports whether the run found no violation.
@@ -111,7 +115,7 @@ func (r *Report) Write(w io.Writer) {
 		r.Ops, v.Acknowledged, v.Resent, v.Lost, v.AppliedTwice, v.Forks)
 	fmt.Fprintf(w, "matches: %d unfinished=%d seats-disagree=%d log-gaps=%d epoch-drops=%d\n",
 		r.Matches, v.Unfinished, v.Disagree, v.LogGaps, v.EpochDrops)
-	fmt.Fprintf(w, "liveness: max=%v bound=%v late=%d\n", v.Liveness.Round(time.Millisecond), r.Bound, v.Late)
+	fmt.Fprintf(w, "liveness: max=%v bound=%v late=%d (members restarted after eviction: %d)\n", v.Liveness.Round(time.Millisecond), r.Bound, v.Late, r.Restarts)
 	verdict := "PASS"
 	if !r.Pass() {
 		verdict = "FAIL"
@@ -174,7 +178,10 @@ func Run(ctx context.Context, c Config, workDir string) (*Report, error) {
 	bound := c.Timing.LivenessBound()
 
 	// The workload: c.Matches slots, each playing match after match until
-	// the faults end; then each finishes the match it is playing.
+	// the faults end; then each finishes the match it is playing. A slot
+	// starts no match that would, at the mean length so far, outlast the
+	// faults by much: the run ends soon after the last heal.
+	end := time.Now().Add(c.Duration)
 	playCtx, stopPlay := context.WithCancel(ctx)
 	defer stopPlay()
 	var newMatches sync.WaitGroup
@@ -189,12 +196,15 @@ func Run(ctx context.Context, c Config, workDir string) (*Report, error) {
 					return
 				default:
 				}
+				if i > 0 && time.Until(end) < w.hist.meanLength()/2 {
+					return
+				}
 				w.playMatch(playCtx, c.Seed^uint64(slot)<<32^i)
 			}
 		}()
 	}
 
-	faults := schedule(ctx, c, members, bound)
+	faults := schedule(ctx, c, members, bound, end)
 	close(stopNew)
 	lg.Info("faults over; waiting for the matches in play to finish")
 	finished := make(chan struct{})
@@ -212,9 +222,14 @@ func Run(ctx context.Context, c Config, workDir string) (*Report, error) {
 		stopPlay()
 		<-finished
 	}
-	end := time.Now()
+	played := time.Now()
 
 	r := &Report{Seed: c.Seed, Faults: faults, Bound: bound}
+	for _, m := range members {
+		m.mu.Lock()
+		r.Restarts += m.restarts
+		m.mu.Unlock()
+	}
 	w.hist.mu.Lock()
 	r.Matches, r.Ops = len(w.hist.Matches), len(w.hist.Ops)
 	ids := make([]string, len(w.hist.Matches))
@@ -227,7 +242,7 @@ func Run(ctx context.Context, c Config, workDir string) (*Report, error) {
 		return nil, err
 	}
 	checkHistory(&r.Verdict, w.hist, logs)
-	checkLiveness(&r.Verdict, w.hist, faults, bound, end)
+	checkLiveness(&r.Verdict, w.hist, faults, bound, played)
 	resend(ctx, w, &r.Verdict)
 	return r, nil
 }
@@ -237,9 +252,8 @@ func Run(ctx context.Context, c Config, workDir string) (*Report, error) {
 // time up to c.FaultHold, then healed; after each heal the cluster gets the
 // liveness bound to recover before the next fault, so that each heal is
 // judged alone.
-func schedule(ctx context.Context, c Config, members []*member, bound time.Duration) []Fault {
+func schedule(ctx context.Context, c Config, members []*member, bound time.Duration, end time.Time) []Fault {
 	rng := newRand(c.Seed)
-	end := time.Now().Add(c.Duration)
 	var faults []Fault
 	var round []Kind
 	wait := func(d time.Duration) bool {

@@ -73,6 +73,24 @@ type History struct {
 	Matches []*Match
 }
 
+// meanLength is the mean time the finished matches took (0 before the first).
+func (h *History) meanLength() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var sum time.Duration
+	n := 0
+	for _, m := range h.Matches {
+		if !m.Finished.IsZero() {
+			sum += m.Finished.Sub(m.Started)
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / time.Duration(n)
+}
+
 func (h *History) addOp(o *Op) {
 	h.mu.Lock()
 	h.Ops = append(h.Ops, o)
