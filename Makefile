@@ -2,7 +2,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: test deploy-test race vet lint fuzz-smoke bench chaos-smoke flake-hunt measure demo games-1m ts-test web-test web-build
+.PHONY: test deploy-test compose-test race vet lint fuzz-smoke bench chaos-smoke flake-hunt measure demo games-1m ts-test web-test web-build
 
 ## test: vet, then the whole suite under -race with a throwaway PostgreSQL, then
 ## the TypeScript client's tests.
@@ -11,12 +11,21 @@ test: vet
 	$(MAKE) ts-test
 	$(MAKE) web-test
 	$(MAKE) deploy-test
+	$(MAKE) compose-test
 
 ## deploy-test: the deployment artifacts (deploy/: image recipe, compose file,
 ## Kubernetes manifests, alert rules, dashboard, local-cluster.sh) checked
 ## against a matchd built from this tree. A module of its own (deploy/go.mod).
 deploy-test:
 	cd deploy && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
+
+## compose-test: the image built (its runtime stage, from binaries built
+## here) and deploy/docker/compose.yaml run for real with podman-compose:
+## 3 members and PostgreSQL, a bot match, its owner's container stopped, the
+## match finished on another member; everything it made removed (about 2 min;
+## needs root, installs podman through apt; deploy/docker/compose-run.sh).
+compose-test:
+	GO=$(GO) deploy/docker/compose-run.sh
 
 ## ts-test: the TypeScript client library (clients/ts): vectors, board, session,
 ## and a match against a real matchd built with $(GO). Needs Node.js >= 18 and npm.
