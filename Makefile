@@ -2,16 +2,22 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: test deploy-test compose-test race vet lint fuzz-smoke bench chaos-smoke flake-hunt measure demo games-1m ts-test web-test web-build
+.PHONY: test alloc-test deploy-test compose-test race vet lint fuzz-smoke bench chaos-smoke flake-hunt measure demo games-1m ts-test web-test web-build
 
 ## test: vet, then the whole suite under -race with a throwaway PostgreSQL, then
 ## the TypeScript client's tests.
 test: vet
 	deploy/pg-throwaway.sh run --fast -- $(GO) test -race -timeout 20m -count=1 $(PKGS)
+	$(MAKE) alloc-test
 	$(MAKE) ts-test
 	$(MAKE) web-test
 	$(MAKE) deploy-test
 	$(MAKE) compose-test
+
+## alloc-test: the allocation tests without -race, where sync.Pool keeps
+## its items (under -race they skip, e.g. protocol TestWriteFrameDoesNotAllocate).
+alloc-test:
+	$(GO) test -count=1 -run 'Alloc' ./protocol ./internal/...
 
 ## deploy-test: the deployment artifacts (deploy/: image recipe, compose file,
 ## Kubernetes manifests, alert rules, dashboard, local-cluster.sh) checked
