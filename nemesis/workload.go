@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/matchgrain/matchgrain/client"
-	"github.com/matchgrain/matchgrain/client/bots"
+	"github.com/matchgrain/matchgrain/game/botpolicy"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -283,7 +283,7 @@ func (w *workload) playMatch(ctx context.Context, botSeed uint64) {
 	}
 }
 
-// player plays one seat with the bots' policy (bots.Choose) and records
+// player plays one seat with the bots' policy (botpolicy.Choose) and records
 // every intent it sends.
 type player struct {
 	w     *workload
@@ -392,7 +392,7 @@ func (p *player) decide() {
 	if seq < p.waitSeq.Load() {
 		return
 	}
-	in := bots.Choose(p.rng, legal)
+	in := botpolicy.Choose(legal, p.rng)
 	if in == nil {
 		return
 	}
