@@ -2,21 +2,36 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: test deploy-test race vet lint fuzz-smoke bench chaos-smoke flake-hunt measure demo games-1m ts-test web-test web-build
+.PHONY: test alloc-test deploy-test compose-test race vet lint fuzz-smoke bench chaos-smoke flake-hunt measure demo games-1m ts-test web-test web-build
 
 ## test: vet, then the whole suite under -race with a throwaway PostgreSQL, then
 ## the TypeScript client's tests.
 test: vet
 	deploy/pg-throwaway.sh run --fast -- $(GO) test -race -timeout 20m -count=1 $(PKGS)
+	$(MAKE) alloc-test
 	$(MAKE) ts-test
 	$(MAKE) web-test
 	$(MAKE) deploy-test
+	$(MAKE) compose-test
+
+## alloc-test: the allocation tests without -race, where sync.Pool keeps
+## its items (under -race they skip, e.g. protocol TestWriteFrameDoesNotAllocate).
+alloc-test:
+	$(GO) test -count=1 -run 'Alloc' ./protocol ./internal/...
 
 ## deploy-test: the deployment artifacts (deploy/: image recipe, compose file,
 ## Kubernetes manifests, alert rules, dashboard, local-cluster.sh) checked
 ## against a matchd built from this tree. A module of its own (deploy/go.mod).
 deploy-test:
 	cd deploy && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
+
+## compose-test: the image built (its runtime stage, from binaries built
+## here) and deploy/docker/compose.yaml run for real with podman-compose:
+## 3 members and PostgreSQL, a bot match, its owner's container stopped, the
+## match finished on another member; everything it made removed (about 2 min;
+## needs root, installs podman through apt; deploy/docker/compose-run.sh).
+compose-test:
+	GO=$(GO) deploy/docker/compose-run.sh
 
 ## ts-test: the TypeScript client library (clients/ts): vectors, board, session,
 ## and a match against a real matchd built with $(GO). Needs Node.js >= 18 and npm.
@@ -49,13 +64,13 @@ fuzz-smoke:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeServerFrame -fuzztime $(FUZZTIME) ./protocol
 	$(GO) test -run '^$$' -fuzz FuzzFrameReader -fuzztime $(FUZZTIME) ./protocol
 	$(GO) test -run '^$$' -fuzz FuzzUnmarshalState -fuzztime $(FUZZTIME) ./game
-	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./actors/envelope
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./cluster/envelope
 	$(GO) test -run '^$$' -fuzz FuzzDecodeEmbedded -fuzztime $(FUZZTIME) ./persistence
 	$(GO) test -run '^$$' -fuzz FuzzTicketVerify -fuzztime $(FUZZTIME) ./edge
 
 ## bench: codec, engine and store benchmarks (PostgreSQL started for the store).
 bench:
-	deploy/pg-throwaway.sh run -- $(GO) test -run '^$$' -bench . -benchmem ./protocol ./game ./persistence ./edge ./cluster ./actors/envelope
+	deploy/pg-throwaway.sh run -- $(GO) test -run '^$$' -bench . -benchmem ./protocol ./game ./persistence ./edge ./cluster ./cluster/envelope
 
 ## chaos-smoke: the multi-process kill tests only (cluster and cmd/), verbose.
 chaos-smoke:

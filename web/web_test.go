@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/matchgrain/matchgrain/game"
+	"github.com/matchgrain/matchgrain/game/catalog"
 	"github.com/matchgrain/matchgrain/web"
 )
 
@@ -91,7 +91,7 @@ func TestCardsExplainThemselves(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &cards); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range game.Printings() {
+	for _, p := range catalog.Printings() {
 		c, ok := cards[p.ID]
 		switch {
 		case !ok:
