@@ -249,8 +249,8 @@ async function step(page, memo, onDecision) {
   return i.type;
 }
 
-/** playMatch plays until the end, checking the layout at every decision on a phone. */
-async function playMatch(p, label) {
+/** playMatch plays until the end (or until enough(state, moves so far)), checking the layout at every decision on a phone. */
+async function playMatch(p, label, enough = () => false) {
   const { page } = p;
   const memo = { shots: new Set(), types: new Set() };
   const shoot = async (name) => {
@@ -262,7 +262,7 @@ async function playMatch(p, label) {
   let moves = 0;
   for (;;) {
     const s = await state(page);
-    if (s.finished) break;
+    if (s.finished || enough(s, memo.types)) break;
     assert.ok(Date.now() < deadline, `match not over after ${moves} moves: ${JSON.stringify(s)}`);
     assert.equal(s.oppHand, 0, "the page holds the opponent's hand cards");
     const t = await step(page, memo, async (d) => {
@@ -271,7 +271,13 @@ async function playMatch(p, label) {
         await tap(page, "hand:0");
         await shoot("mulligan");
         await tap(page, "hand:0"); // and unselect: perform taps it again
-      } else if (d.legal.some((i) => i.type === "Guard" || i.type === "PassGuard")) await shoot("guard");
+      } else if (d.legal.some((i) => i.type === "Guard" || i.type === "PassGuard")) {
+        // The battle line names the attacker's owner and the shield needed.
+        assert.equal(await page.getAttribute("#battle-box", "data-attacker"), "1");
+        assert.match(await page.textContent("#battle-box"), /^Trainer \(bot\)'s .* attacks your /);
+        assert.match(await page.textContent("#prompt"), /You are attacked: \d+ power/);
+        await shoot("guard");
+      }
       else if (d.legal.some((i) => i.type === "Attack")) await shoot("attack");
       else if (d.legal.some((i) => i.type === "Call")) await shoot("main");
     });
@@ -283,46 +289,68 @@ async function playMatch(p, label) {
   return { moves, types: memo.types };
 }
 
-for (const size of ["phone", "desktop"]) {
-  test(`a whole match against the bot, played by tapping cards and circles (${size})`, { timeout: 240_000 }, async () => {
-    const p = await open(size);
-    const { page } = p;
-    await page.goto(`http://${matchd.http}/`);
-    if (size === "phone") await checkLayout(page, "lobby");
-    await page.screenshot({ path: join(artifacts, `${size}-lobby.png`) });
-    await newBotMatch(page, matchd.http, size === "phone" ? "Thumb" : "Mouse Pointer with a long name");
-    const { moves, types } = await playMatch(p, size);
-    for (const t of ["Mulligan", "Ride", "Call", "Attack", "EndTurn"]) assert.ok(types.has(t), `never played ${t} (played ${[...types]})`);
+test("a whole match against the bot, played by tapping cards and circles on a phone", { timeout: 240_000 }, async () => {
+  const p = await open("phone");
+  const { page } = p;
+  await page.goto(`http://${matchd.http}/`);
+  await checkLayout(page, "lobby");
+  await page.screenshot({ path: join(artifacts, "phone-lobby.png") });
+  await newBotMatch(page, matchd.http, "Thumb");
+  const { moves, types } = await playMatch(p, "phone");
+  for (const t of ["Mulligan", "Ride", "Call", "Attack", "EndTurn"]) assert.ok(types.has(t), `never played ${t} (played ${[...types]})`);
 
-    // The end: the result in its colour, the reason, the damage, play again.
-    const s = await waitFor(page, "end screen", (x) => x.overlay === "end");
-    const box = await page.textContent("#overlay-box");
-    assert.match(box, s.winner === 0 ? /You win!/ : /You lose/);
-    assert.match(box, /sixth damage|conceded|ran out|away too long|deck/);
-    assert.match(box, /Final damage: you \d, Trainer \(bot\) \d/);
-    const cls = await page.getAttribute("#overlay-box", "class");
-    assert.ok(cls.includes(s.winner === 0 ? "win" : "lose"), `end box class ${cls}`);
-    if (size === "phone") await checkLayout(page, "end screen");
-    await page.screenshot({ path: join(artifacts, `${size}-end.png`) });
-    await page.click("#ov-board");
-    await page.screenshot({ path: join(artifacts, `${size}-final-board.png`), fullPage: true });
-    assert.match(await page.textContent("#decision"), s.winner === 0 ? /You win/ : /You lose/);
+  // The end: the result in its colour, the reason, the damage, play again.
+  const s = await waitFor(page, "end screen", (x) => x.overlay === "end");
+  const box = await page.textContent("#overlay-box");
+  assert.match(box, s.winner === 0 ? /You win!/ : /You lose/);
+  assert.match(box, /sixth damage|ran out|away too long|deck/);
+  assert.match(box, /Final damage: you \d, Trainer \(bot\) \d/);
+  const cls = await page.getAttribute("#overlay-box", "class");
+  assert.ok(cls.includes(s.winner === 0 ? "win" : "lose"), `end box class ${cls}`);
+  await checkLayout(page, "end screen");
+  await page.screenshot({ path: join(artifacts, "phone-end.png") });
+  await page.click("#ov-board");
+  await page.screenshot({ path: join(artifacts, "phone-final-board.png"), fullPage: true });
+  assert.match(await page.textContent("#decision"), s.winner === 0 ? /You win/ : /You lose/);
 
-    // The protocol log opens on demand, without the ticket.
-    await page.click("#toggle-log");
-    assert.ok((await page.$$("#log .wire.in")).length > 0 && (await page.$$("#log .wire.out")).length > 0, "protocol log is empty");
-    assert.ok(!(await page.textContent("#log")).includes('"ticket":"v1'), "the protocol log shows a ticket");
+  // The protocol log opens on demand, without the ticket.
+  await page.click("#toggle-log");
+  assert.ok((await page.$$("#log .wire.in")).length > 0 && (await page.$$("#log .wire.out")).length > 0, "protocol log is empty");
+  assert.ok(!(await page.textContent("#log")).includes('"ticket":"v1'), "the protocol log shows a ticket");
 
-    // Play again: a new match against the bot, same name, at once.
-    await page.click("#again-bar");
-    const again = await waitFor(page, "a new match", (x) => x.matchId !== s.matchId && x.eventSeq > 0);
-    assert.equal(again.finished, false);
-    assert.match(await page.textContent("#me h2"), size === "phone" ? /Thumb/ : /Mouse Pointer/);
-    assert.deepEqual(p.errors, []);
-    console.log(`${size}: ${s.winner === 0 ? "won" : "lost"} after ${moves} moves by tapping (${[...types].join(", ")})`);
-    await p.ctx.close();
-  });
-}
+  // Play again: a new match against the bot, same name, at once.
+  await page.click("#again-bar");
+  const again = await waitFor(page, "a new match", (x) => x.matchId !== s.matchId && x.eventSeq > 0);
+  assert.equal(again.finished, false);
+  assert.match(await page.textContent("#me h2"), /Thumb/);
+  assert.deepEqual(p.errors, []);
+  console.log(`phone: ${s.winner === 0 ? "won" : "lost"} after ${moves} moves by tapping (${[...types].join(", ")})`);
+  await p.ctx.close();
+});
+
+test("on a desktop: turns with rides, calls, attacks and a guard by tapping, then a confirmed concession", { timeout: 180_000 }, async () => {
+  const p = await open("desktop");
+  const { page } = p;
+  await page.goto(`http://${matchd.http}/`);
+  await page.screenshot({ path: join(artifacts, "desktop-lobby.png") });
+  await newBotMatch(page, matchd.http, "Mouse Pointer with a long name");
+  const played = ["Mulligan", "Ride", "Call", "Attack"];
+  const { moves, types } = await playMatch(p, "desktop", (s, seen) => s.turn >= 4 && played.every((t) => seen.has(t)) && (seen.has("Guard") || seen.has("PassGuard")));
+  const s = await state(page);
+  assert.equal(s.finished, false, `the match ended before the test could concede (${moves} moves)`);
+  await page.screenshot({ path: join(artifacts, "desktop-board.png") });
+  await page.click("#concede");
+  await waitFor(page, "confirmation", (x) => x.overlay === "confirm");
+  await page.click("#ov-concede");
+  await waitFor(page, "end screen", (x) => x.overlay === "end");
+  const box = await page.textContent("#overlay-box");
+  assert.match(box, /You lose[\s\S]*You conceded/);
+  assert.ok((await page.getAttribute("#overlay-box", "class")).includes("lose"));
+  await page.screenshot({ path: join(artifacts, "desktop-end.png") });
+  assert.deepEqual(p.errors, []);
+  console.log(`desktop: conceded on turn ${s.turn} after ${moves} moves by tapping (${[...types].join(", ")})`);
+  await p.ctx.close();
+});
 
 test("a second tab takes the seat; the first says so and can take it back; a refused link says so", { timeout: 90_000 }, async () => {
   const p = await open("desktop");
@@ -416,5 +444,48 @@ test("a server restart mid-match: the player is told, then continues from the sa
   } finally {
     await p.ctx.close();
     await node.stop();
+  }
+});
+
+test("a friend match: the link with Copy, waiting for the friend, a confirmed concession ends it for both", { timeout: 90_000 }, async () => {
+  const host = await open("desktop");
+  const guest = await open("phone");
+  try {
+    const a = host.page;
+    await a.goto(`http://${matchd.http}/`);
+    await a.fill("#name", "Host");
+    await a.click("#play-friend");
+    await a.waitForSelector("#friend-link:not([hidden])");
+    const url = await a.inputValue("#friend-url");
+    assert.match(url, /#m=.+&s=1&k=.+/);
+    await a.click("#copy-friend");
+    await a.waitForSelector("#copy-friend:has-text('Copied'), #copy-friend:has-text('Select and copy')");
+    const first = await waitFor(a, "host joined", (s) => s.decision === "mine" || s.decision === "theirs");
+    if (first.decision === "theirs") assert.match(await a.textContent("#decision"), /Waiting for your friend/);
+    await a.screenshot({ path: join(artifacts, "desktop-friend.png") });
+
+    const b = guest.page;
+    await b.goto(url);
+    await waitFor(b, "guest joined", (s) => s.conn === "open" && s.eventSeq > 0);
+    // Tap a card: its text is shown.
+    await b.click("#my-hand [data-card]");
+    assert.match(await b.textContent("#info"), /Power \d+ · shield/);
+    // Concede is apart and asks first; "Keep playing" changes nothing.
+    await b.click("#concede");
+    await waitFor(b, "confirmation", (s) => s.overlay === "confirm");
+    await b.screenshot({ path: join(artifacts, "phone-concede.png") });
+    await b.click("#ov-keep");
+    const kept = await waitFor(b, "kept playing", (s) => s.overlay === "");
+    assert.equal(kept.sent, 0);
+    await b.click("#concede");
+    await b.click("#ov-concede");
+    await waitFor(b, "guest's end", (s) => s.overlay === "end");
+    assert.match(await b.textContent("#overlay-box"), /You lose[\s\S]*You conceded/);
+    await waitFor(a, "host's end", (s) => s.overlay === "end");
+    assert.match(await a.textContent("#overlay-box"), /You win![\s\S]*conceded/);
+    assert.deepEqual([...host.errors, ...guest.errors], []);
+  } finally {
+    await host.ctx.close();
+    await guest.ctx.close();
   }
 });
