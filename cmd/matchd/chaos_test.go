@@ -63,6 +63,13 @@ var relaxedDetection = []string{"--probe-interval", "1s"}
 // matchd for every node if race and extra flags for every node.
 func startChaosClusterBuild(t *testing.T, race bool, extra ...string) *chaosCluster {
 	t.Helper()
+	return startChaosClusterWith(t, race, nil, extra...)
+}
+
+// startChaosClusterWith is startChaosClusterBuild with bFlags for member b
+// alone (after the shared ones).
+func startChaosClusterWith(t *testing.T, race bool, bFlags []string, extra ...string) *chaosCluster {
+	t.Helper()
 	cc := &chaosCluster{schema: pgtest.NewSchema(t), race: race}
 	cc.common = []string{
 		"--database-url", pgtest.URL(t), "--database-schema", cc.schema,
@@ -73,7 +80,7 @@ func startChaosClusterBuild(t *testing.T, race bool, extra ...string) *chaosClus
 	cc.common = append(cc.common, strings.Fields(os.Getenv("MATCHGRAIN_CHAOS_FLAGS"))...)
 	cc.common = append(cc.common, extra...)
 	cc.a = startProcBuild(t, "a", race, cc.common...)
-	cc.b = startProcBuild(t, "b", race, append(cc.common, "--join", cc.a.gossip)...)
+	cc.b = startProcBuild(t, "b", race, append(append(slices.Clip(cc.common), "--join", cc.a.gossip), bFlags...)...)
 	cc.edge = startProcBuild(t, "e", race, append(cc.common, "--join", cc.a.gossip, "--edge-only")...)
 	cc.admin = client.NewAdmin("http://"+cc.edge.http, testAdminToken, nil)
 	return cc

@@ -3,16 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/matchgrain/matchgrain/client"
 	"github.com/matchgrain/matchgrain/client/clienttest"
 	"github.com/matchgrain/matchgrain/cluster/clustertest"
-	"github.com/matchgrain/matchgrain/persistence/pgtest"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -61,16 +58,7 @@ func TestChaosFrozenMemberDoesNotSteal(t *testing.T) {
 // exited).
 func frozenMemberSteals(t *testing.T, bFlags ...string) string {
 	t.Helper()
-	cc := &chaosCluster{schema: pgtest.NewSchema(t)}
-	cc.common = []string{
-		"--database-url", pgtest.URL(t), "--database-schema", cc.schema,
-		"--cluster-name", "lease-" + strconv.FormatInt(time.Now().UnixNano(), 36),
-		"--seat-keepalive", "200ms", "--reclaim-interval", "2s",
-	}
-	cc.a = startProc(t, "a", cc.common...)
-	cc.b = startProc(t, "b", append(append(cc.common, "--join", cc.a.gossip), bFlags...)...)
-	cc.edge = startProc(t, "e", append(cc.common, "--join", cc.a.gossip, "--edge-only")...)
-	cc.admin = client.NewAdmin("http://"+cc.edge.http, testAdminToken, nil)
+	cc := startChaosClusterWith(t, false, bFlags)
 	// Both others see b before it freezes, so that both drop it.
 	clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
 		for _, p := range []*proc{cc.a, cc.edge} {
