@@ -73,14 +73,17 @@ fuzz-smoke:
 bench:
 	deploy/pg-throwaway.sh run -- $(GO) test -run '^$$' -bench . -benchmem ./protocol ./game ./persistence ./edge ./cluster ./cluster/envelope
 
-## chaos-smoke: the multi-process kill tests only (cluster and cmd/), verbose.
+## chaos-smoke: the multi-process kill tests only (cluster and cmd/), verbose,
+## every matchd node of cmd/matchd's TestChaos…/TestCluster… the -race build
+## (MATCHGRAIN_CHAOS_RACE), so that a race in a recovery path fails them
+## (make test runs them with plain nodes, except TestChaosKillOwnerMatchContinues).
 chaos-smoke:
-	deploy/pg-throwaway.sh run --fast -- $(GO) test -count=1 -run 'TestChaos|TestCluster' -v ./cluster ./cmd/...
+	MATCHGRAIN_CHAOS_RACE=1 deploy/pg-throwaway.sh run --fast -- $(GO) test -count=1 -timeout 30m -run 'TestChaos|TestCluster' -v ./cluster ./cmd/...
 
 ## flake-hunt: the timing-sensitive packages FLAKE_COUNT times in a row under
 ## -race (go test -count), stopping at the first failure, to catch tests that
 ## fail only sometimes. The chaos tests' failover bounds run MATCHGRAIN_KILLS
-## kills per pass (default 1). The longest package comes first: go test starts
+## kills per pass (default 3). The longest package comes first: go test starts
 ## packages in the order given, two at a time on 2 cores, so the others run
 ## beside it instead of after it (about 40 min for 10 passes here).
 FLAKE_COUNT ?= 10
