@@ -62,6 +62,9 @@ type attachment struct {
 	pid       *actor.PID
 	sessionID string
 	lastSeen  int64
+	// ticketExpiresMs is the expiry of the ticket the connection opened
+	// with: a later ticket was issued later, so it orders takeovers.
+	ticketExpiresMs int64
 }
 
 type grainState int

@@ -38,12 +38,13 @@ type player struct {
 
 // conn is one connection of a player (an edge seat with its PID).
 type conn struct {
-	id        string
-	ticket    string
-	epoch     int64
-	attached  bool
-	closed    bool
-	resyncing bool
+	id              string
+	ticket          string
+	ticketExpiresMs int64
+	epoch           int64
+	attached        bool
+	closed          bool
+	resyncing       bool
 }
 
 type pendingIntent struct {
@@ -73,7 +74,9 @@ func (p *player) connect() {
 		return
 	}
 	p.nth++
-	c := &conn{id: fmt.Sprintf("p%d-c%d", p.seat, p.nth), ticket: fmt.Sprintf("t%d-%d", p.seat, p.nth)}
+	// A ticket lives a minute from when it is issued, so a newer
+	// connection's ticket expires later (the grain orders takeovers by it).
+	c := &conn{id: fmt.Sprintf("p%d-c%d", p.seat, p.nth), ticket: fmt.Sprintf("t%d-%d", p.seat, p.nth), ticketExpiresMs: w.now + 60_000}
 	p.conn = c
 	w.logf("player %d connects as %s from %d", p.seat, c.id, p.lastSeq)
 	p.attach(c, false)
@@ -86,7 +89,7 @@ func (p *player) attach(c *conn, reattach bool) {
 	m := &actors.AttachSeat{Seat: p.seat, ResumeFromSeq: p.lastSeq, Reattach: reattach,
 		SessionAddr: "edge", SessionID: c.id, SeenEpoch: c.epoch}
 	if !reattach {
-		m.TicketID, m.TicketExpiresMs = c.ticket, w.created+3600_000
+		m.TicketID, m.TicketExpiresMs = c.ticket, c.ticketExpiresMs
 	}
 	answered := false
 	p.call(m, func(r *actors.Reply) {
