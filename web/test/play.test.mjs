@@ -449,7 +449,7 @@ test("a server restart mid-match: the player is told, then continues from the sa
   }
 });
 
-test("a friend match: the link with Copy, waiting for the friend, a confirmed concession ends it for both", { timeout: 90_000 }, async () => {
+test("a friend match: the link with Copy, waiting for the friend, the attacker named after a reload, a confirmed concession ends it for both", { timeout: 180_000 }, async () => {
   const host = await open("desktop");
   const guest = await open("phone");
   try {
@@ -469,6 +469,29 @@ test("a friend match: the link with Copy, waiting for the friend, a confirmed co
     const b = guest.page;
     await b.goto(url);
     await waitFor(b, "guest joined", (s) => s.conn === "open" && s.eventSeq > 0);
+
+    // Both play until one of them attacks; the attacker reloads while the
+    // other decides how to guard: the battle line still names the attacker.
+    const pages = [a, b];
+    const memos = [{}, {}];
+    let defender = -1;
+    const deadline = Date.now() + 90_000;
+    while (defender < 0) {
+      assert.ok(Date.now() < deadline, "nobody attacked within 90 s");
+      for (const [seat, pg] of pages.entries()) {
+        const s = await state(pg);
+        if (s.decision === "mine" && s.legal.some((i) => i.type === "Guard" || i.type === "PassGuard")) {
+          defender = seat;
+          break;
+        }
+        await step(pg, memos[seat]);
+      }
+    }
+    const attacker = pages[1 - defender];
+    await attacker.reload();
+    await waitFor(attacker, "attacker reloaded", (s) => s.conn === "open" && s.step === 3);
+    assert.equal(await attacker.getAttribute("#battle-box", "data-attacker"), String(1 - defender));
+    assert.match(await attacker.textContent("#battle-box"), /^Your .* attacks (Host|Friend)'s /);
     // Tap a card: its text is shown.
     await b.click("#my-hand [data-card]");
     assert.match(await b.textContent("#info"), /Power \d+ · shield/);
