@@ -601,6 +601,8 @@ async function lobby() {
   $("#lobby").hidden = false;
   $("#game").hidden = true;
   $("#bar").hidden = true;
+  $("#conn").hidden = true;
+  $("header nav").hidden = true;
   const last = lastPlay();
   if (last) $("#name").value = last.name;
   const sel = $("#deck");

@@ -83,6 +83,9 @@ async function lobby(): Promise<void> {
   $("#lobby").hidden = false;
   $("#game").hidden = true;
   $("#bar").hidden = true;
+  // Nothing to connect to or concede yet.
+  $("#conn").hidden = true;
+  $("header nav").hidden = true;
   const last = lastPlay();
   if (last) $<HTMLInputElement>("#name").value = last.name;
   const sel = $<HTMLSelectElement>("#deck");
