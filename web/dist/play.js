@@ -431,7 +431,11 @@ function phasePrompt(v, can) {
 // src/board.ts
 function marks(e, key, plan2) {
   e.dataset.key = key;
-  if (plan2?.targets.has(key)) e.classList.add("target");
+  if (plan2?.targets.has(key)) {
+    e.classList.add("target");
+    e.tabIndex = 0;
+    e.setAttribute("role", "button");
+  }
   if (plan2?.selected.has(key)) e.classList.add("selected");
   return e;
 }
@@ -597,6 +601,8 @@ async function lobby() {
   $("#lobby").hidden = false;
   $("#game").hidden = true;
   $("#bar").hidden = true;
+  $("#conn").hidden = true;
+  $("header nav").hidden = true;
   const last = lastPlay();
   if (last) $("#name").value = last.name;
   const sel = $("#deck");
@@ -677,6 +683,13 @@ function game(link) {
     const act = k && !st.busy && st.plan?.targets.get(k.dataset.key);
     if (act) act();
   });
+  $("#game").addEventListener("keydown", (ev) => {
+    const k = ev.target.closest("[data-key]");
+    if (k && (ev.key === "Enter" || ev.key === " ")) {
+      ev.preventDefault();
+      k.click();
+    }
+  });
   $("#game").addEventListener("mouseover", (ev) => {
     const c = ev.target.closest("[data-card]");
     if (c) showCard(c.dataset.card);
@@ -718,6 +731,7 @@ function ticketSource(link) {
   };
 }
 function startSession(st) {
+  st.session = null;
   st.ended = "";
   st.endedMessage = "";
   st.conn = "connecting";

@@ -11,7 +11,12 @@ import { card, cardName, slotName, TRIGGERS } from "./text.js";
 /** marks adds the plan's target and selection classes to a keyed element. */
 function marks(e: HTMLElement, key: string, plan: Plan | null): HTMLElement {
   e.dataset.key = key;
-  if (plan?.targets.has(key)) e.classList.add("target");
+  if (plan?.targets.has(key)) {
+    e.classList.add("target");
+    // Reachable from the keyboard too: Enter or Space taps it (play.ts).
+    e.tabIndex = 0;
+    e.setAttribute("role", "button");
+  }
   if (plan?.selected.has(key)) e.classList.add("selected");
   return e;
 }

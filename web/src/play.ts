@@ -83,6 +83,9 @@ async function lobby(): Promise<void> {
   $("#lobby").hidden = false;
   $("#game").hidden = true;
   $("#bar").hidden = true;
+  // Nothing to connect to or concede yet.
+  $("#conn").hidden = true;
+  $("header nav").hidden = true;
   const last = lastPlay();
   if (last) $<HTMLInputElement>("#name").value = last.name;
   const sel = $<HTMLSelectElement>("#deck");
@@ -208,6 +211,13 @@ function game(link: SeatLink): void {
     const act = k && !st.busy && st.plan?.targets.get(k.dataset.key!);
     if (act) act();
   });
+  $("#game").addEventListener("keydown", (ev) => {
+    const k = (ev.target as HTMLElement).closest<HTMLElement>("[data-key]");
+    if (k && (ev.key === "Enter" || ev.key === " ")) {
+      ev.preventDefault();
+      k.click();
+    }
+  });
   $("#game").addEventListener("mouseover", (ev) => {
     const c = (ev.target as HTMLElement).closest<HTMLElement>("[data-card]");
     if (c) showCard(c.dataset.card!);
@@ -255,6 +265,7 @@ function ticketSource(link: SeatLink): () => Promise<string> {
 
 /** startSession (re)joins the seat: at load, and to take the seat back or try again. */
 function startSession(st: GameState): void {
+  st.session = null; // an ended one keeps its last view; the new one's snapshot replaces it
   st.ended = "";
   st.endedMessage = "";
   st.conn = "connecting";

@@ -4,10 +4,10 @@
 // front of it whose connections a test can cut, as a network failure would.
 import { execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -16,13 +16,27 @@ export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", ".."
 const run = promisify(execFile);
 
 let built;
+/**
+ * buildMatchd builds cmd/matchd once per process, or takes $MATCHD_BIN,
+ * which `npm test` builds once for all test files (`node test/matchd.mjs
+ * build DIR`).
+ */
 function buildMatchd() {
-  built ??= (async () => {
-    const bin = join(mkdtempSync(join(tmpdir(), "matchd-web-bin-")), "matchd");
-    await run(process.env.GO ?? "go", ["build", "-o", bin, "./cmd/matchd"], { cwd: repoRoot, maxBuffer: 16 << 20 });
-    return bin;
-  })();
+  built ??= process.env.MATCHD_BIN
+    ? Promise.resolve(resolve(process.env.MATCHD_BIN))
+    : build(mkdtempSync(join(tmpdir(), "matchd-web-bin-")));
   return built;
+}
+
+async function build(dir) {
+  const bin = join(dir, "matchd");
+  await run(process.env.GO ?? "go", ["build", "-o", bin, "./cmd/matchd"], { cwd: repoRoot, maxBuffer: 16 << 20 });
+  return bin;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === "build") {
+  mkdirSync(process.argv[3], { recursive: true });
+  console.log(`built ${await build(resolve(process.argv[3]))}`);
 }
 
 /**

@@ -249,6 +249,14 @@ async function step(page, memo, onDecision) {
   return i.type;
 }
 
+/** playMoves makes n of the player's decisions (waiting out the opponent's), within 30 s. */
+async function playMoves(page, memo, n) {
+  let moved = 0;
+  const deadline = Date.now() + 30_000;
+  while (moved < n && Date.now() < deadline) if (await step(page, memo)) moved++; else await page.waitForTimeout(30);
+  assert.equal(moved, n, `made ${moved} of ${n} moves in 30 s`);
+}
+
 /** playMatch plays until the end (or until enough(state, moves so far)), checking the layout at every decision on a phone. */
 async function playMatch(p, label, enough = () => false) {
   const { page } = p;
@@ -393,15 +401,12 @@ test("the page reconnects by itself after its connection is cut mid-decision", {
   try {
     await newBotMatch(page, proxy.addr, "Reconnector");
     const memo = {};
-    for (let i = 0; i < 3; ) if (await step(page, memo)) i++; else await page.waitForTimeout(30);
+    await playMoves(page, memo, 3);
     const before = await waitFor(page, "our decision", (s) => s.decision === "mine");
     assert.ok(proxy.cut() > 0, "no connection to cut");
     const back = await waitFor(page, "reconnected", (s) => s.reconnects >= 1 && s.conn === "open", 30_000);
     assert.ok(back.eventSeq >= before.eventSeq, `state went back: ${back.eventSeq} < ${before.eventSeq}`);
-    let moved = 0;
-    const deadline = Date.now() + 30_000;
-    while (moved < 3 && Date.now() < deadline) if (await step(page, memo)) moved++; else await page.waitForTimeout(30);
-    assert.equal(moved, 3, "could not play after the reconnect");
+    await playMoves(page, memo, 3); // after the reconnect
     assert.deepEqual(p.errors, []);
   } finally {
     await p.ctx.close();
@@ -417,7 +422,7 @@ test("a server restart mid-match: the player is told, then continues from the sa
   try {
     await newBotMatch(page, node.http, "Restarted");
     const memo = {};
-    for (let i = 0; i < 4; ) if (await step(page, memo)) i++; else await page.waitForTimeout(30);
+    await playMoves(page, memo, 4);
     const before = await waitFor(page, "our decision", (s) => s.decision === "mine");
     await node.kill();
     const lost = await waitFor(page, "the page says the server is gone", (s) => s.overlay === "lost", 15_000);
@@ -430,10 +435,7 @@ test("a server restart mid-match: the player is told, then continues from the sa
     const back = await waitFor(page, "back after the restart", (s) => s.conn === "open" && s.overlay === "" && s.decision === "mine", 60_000);
     assert.equal(back.ended, "");
     assert.ok(back.eventSeq >= before.eventSeq, `state went back: ${back.eventSeq} < ${before.eventSeq}`);
-    let moved = 0;
-    const deadline = Date.now() + 30_000;
-    while (moved < 3 && Date.now() < deadline) if (await step(page, memo)) moved++; else await page.waitForTimeout(30);
-    assert.equal(moved, 3, "could not play after the restart");
+    await playMoves(page, memo, 3); // after the restart
 
     // The same link in a fresh load opens the board too.
     await page.reload();
@@ -447,7 +449,7 @@ test("a server restart mid-match: the player is told, then continues from the sa
   }
 });
 
-test("a friend match: the link with Copy, waiting for the friend, a confirmed concession ends it for both", { timeout: 90_000 }, async () => {
+test("a friend match: the link with Copy, waiting for the friend, the attacker named after a reload, a confirmed concession ends it for both", { timeout: 180_000 }, async () => {
   const host = await open("desktop");
   const guest = await open("phone");
   try {
@@ -467,6 +469,29 @@ test("a friend match: the link with Copy, waiting for the friend, a confirmed co
     const b = guest.page;
     await b.goto(url);
     await waitFor(b, "guest joined", (s) => s.conn === "open" && s.eventSeq > 0);
+
+    // Both play until one of them attacks; the attacker reloads while the
+    // other decides how to guard: the battle line still names the attacker.
+    const pages = [a, b];
+    const memos = [{}, {}];
+    let defender = -1;
+    const deadline = Date.now() + 90_000;
+    while (defender < 0) {
+      assert.ok(Date.now() < deadline, "nobody attacked within 90 s");
+      for (const [seat, pg] of pages.entries()) {
+        const s = await state(pg);
+        if (s.decision === "mine" && s.legal.some((i) => i.type === "Guard" || i.type === "PassGuard")) {
+          defender = seat;
+          break;
+        }
+        await step(pg, memos[seat]);
+      }
+    }
+    const attacker = pages[1 - defender];
+    await attacker.reload();
+    await waitFor(attacker, "attacker reloaded", (s) => s.conn === "open" && s.step === 3);
+    assert.equal(await attacker.getAttribute("#battle-box", "data-attacker"), String(1 - defender));
+    assert.match(await attacker.textContent("#battle-box"), /^Your .* attacks (Host|Friend)'s /);
     // Tap a card: its text is shown.
     await b.click("#my-hand [data-card]");
     assert.match(await b.textContent("#info"), /Power \d+ · shield/);
