@@ -2,7 +2,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: test alloc-test deploy-test compose-test race vet lint fuzz-smoke bench chaos-smoke flake-hunt measure demo games-1m ts-test web-test web-build
+.PHONY: test alloc-test deploy-test compose-test race vet lint fuzz-smoke bench chaos-smoke flake-hunt measure demo games-1m ts-test web-test web-build nemesis nemesis-soak
 
 ## test: vet, then the whole suite under -race with a throwaway PostgreSQL, then
 ## the TypeScript client's tests.
@@ -13,6 +13,7 @@ test: vet
 	$(MAKE) web-test
 	$(MAKE) deploy-test
 	$(MAKE) compose-test
+	$(MAKE) nemesis
 
 ## alloc-test: the allocation tests without -race, where sync.Pool keeps
 ## its items (under -race they skip, e.g. protocol TestWriteFrameDoesNotAllocate).
@@ -101,3 +102,26 @@ demo:
 ## games-1m: the million-game random-play run of the rules engine.
 games-1m:
 	MATCHGRAIN_GAMES=1000000 $(GO) test ./game -run TestRandomPlay -timeout 0 -v
+
+## nemesis: faults as production has them (nemesis/; needs root, iproute2,
+## nftables): matchd members and PostgreSQL in network namespaces, bot
+## matches through random members while links are cut, made lossy or slow
+## and members paused or killed, on a schedule from a printed seed
+## (NEMESIS_SEED to repeat one); the last lines are the checker's report.
+## Skipped with a message when not root.
+NEMESIS_DURATION ?= 2m
+NEMESIS_MATCHES ?= 20
+NEMESIS_MEMBERS ?= 5
+NEMESIS_SEED ?= 0
+NEMESIS_FLAGS ?=
+nemesis:
+	@if [ "$$(id -u)" != 0 ]; then echo "nemesis: skipped (needs root: network namespaces, nft, tc)"; exit 0; fi; \
+	dir=$$(mktemp -d /tmp/nemesis-bin-XXXXXX) && \
+	$(GO) build -o $$dir/matchd ./cmd/matchd && $(GO) build -o $$dir/nemesis ./cmd/nemesis && \
+	$$dir/nemesis run --matchd $$dir/matchd --duration $(NEMESIS_DURATION) --matches $(NEMESIS_MATCHES) \
+		--members $(NEMESIS_MEMBERS) --seed $(NEMESIS_SEED) $(NEMESIS_FLAGS); rc=$$?; rm -rf $$dir; exit $$rc
+
+## nemesis-soak: the 30-minute soak of docs/operations.md §9 (200 matches in
+## play, every fault kind about 8 times).
+nemesis-soak:
+	$(MAKE) nemesis NEMESIS_DURATION=30m NEMESIS_MATCHES=200

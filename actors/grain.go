@@ -91,6 +91,9 @@ type attachment struct {
 	pid       *actor.PID
 	sessionID string
 	lastSeen  int64
+	// ticketExpiresMs is the expiry of the ticket the connection opened
+	// with: a later ticket was issued later, so it orders takeovers.
+	ticketExpiresMs int64
 }
 
 // tick is the grain's own timer message (local only, never serialised).

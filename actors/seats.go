@@ -25,6 +25,14 @@ func (g *grain) onAttach(ctx actor.Context, m *AttachSeat) {
 		g.respond(ctx, &Reply{Code: ReplyBadRequest, Message: "seat is played by a bot"})
 		return
 	}
+	if cur := g.seats[m.Seat]; !m.Reattach && cur != nil && cur.sessionID != m.SessionID && m.TicketExpiresMs < cur.ticketExpiresMs {
+		// A stale attach: its ticket was issued before the live
+		// connection's, so its client already opened that newer one (it
+		// gave up on this connection while a partition held the attach
+		// up). Taking the seat over would cut off the live connection.
+		g.respond(ctx, &Reply{Code: ReplyReplaced, Message: "seat taken by a newer connection"})
+		return
+	}
 	if !m.Reattach {
 		// The seat's PID is the ticket's consumer: the same connection's
 		// attach, retried because its answer was lost while the match moved,
@@ -50,7 +58,7 @@ func (g *grain) onAttach(ctx actor.Context, m *AttachSeat) {
 	if old := g.seats[m.Seat]; old != nil && old.sessionID != m.SessionID {
 		ctx.Send(old.pid, envelope.Wrap(&SeatDetached{Epoch: g.epoch, Reason: DetachReplaced}))
 	}
-	g.seats[m.Seat] = &attachment{pid: pid, sessionID: m.SessionID, lastSeen: g.now()}
+	g.seats[m.Seat] = &attachment{pid: pid, sessionID: m.SessionID, lastSeen: g.now(), ticketExpiresMs: m.TicketExpiresMs}
 	if g.absent.Since[m.Seat] != 0 && !g.engine.IsFinished() {
 		if _, ok := g.commit(ctx, logEntry{Kind: entryPresence, At: g.now(), Seat: m.Seat, Present: true}); !ok {
 			return

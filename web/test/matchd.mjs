@@ -25,23 +25,31 @@ function buildMatchd() {
   return built;
 }
 
-/** startMatchd starts one embedded node and resolves when it printed its ready line. */
-export async function startMatchd(extra = []) {
+/**
+ * startMatchd starts one embedded node and resolves when it printed its ready
+ * line. opts.dataDir and opts.listen ("127.0.0.1:port") start it again where
+ * a killed one was; opts.keys false gives it no --admin-token and no
+ * --ticket-key, so it keeps its own in its data directory, as the demo does.
+ */
+export async function startMatchd(extra = [], opts = {}) {
   const bin = await buildMatchd();
-  const dataDir = mkdtempSync(join(tmpdir(), "matchd-web-data-"));
-  const adminToken = randomBytes(16).toString("hex");
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "matchd-web-data-"));
+  const keys = opts.keys ?? true;
+  let adminToken = keys ? randomBytes(16).toString("hex") : "";
   const child = spawn(
     bin,
     [
       "--node-name", "web-e2e", "--gossip-addr", "127.0.0.1:0", "--remote-addr", "127.0.0.1:0",
-      "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--admin-token", adminToken,
-      "--ticket-key", randomBytes(32).toString("hex"), "--log-level", "warn", "--public-play",
+      "--listen", opts.listen ?? "127.0.0.1:0", "--data-dir", dataDir, "--log-level", "warn", "--public-play",
+      ...(keys ? ["--admin-token", adminToken, "--ticket-key", randomBytes(32).toString("hex")] : []),
       ...extra,
     ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   const tail = [];
   createInterface({ input: child.stderr }).on("line", (l) => {
+    const m = /token \(kept in --data-dir\) is ([0-9a-f]+)/.exec(l);
+    if (m) adminToken = m[1];
     tail.push(l);
     if (tail.length > 100) tail.shift();
   });
@@ -57,13 +65,21 @@ export async function startMatchd(extra = []) {
     });
     child.once("exit", (code) => reject(new Error(`matchd exited (${code}):\n${tail.join("\n")}`)));
   });
+  const kill = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    await exited;
+  };
   return {
     http,
-    adminToken,
+    dataDir,
+    get adminToken() {
+      return adminToken;
+    },
     stderrTail: () => tail.join("\n"),
+    /** kill ends the process as a crash would and keeps its data directory. */
+    kill,
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-      await exited;
+      await kill();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
