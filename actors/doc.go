@@ -9,6 +9,11 @@
 // attachments) is derived from the command log, so a new activation rebuilds
 // it from snapshot + log tail.
 //
+// The logic of one activation is Core (core.go), a state machine that takes
+// one input at a time and returns a Ready of what must happen; the
+// protoactor grain (grain.go) only carries Readys out, and the simulator
+// (actors/sim) drives the same core under a virtual clock with faults.
+//
 // A seat can be a bot (a training match, MatchSpec.Bots): the grain plays it
 // itself after Timing.BotThink, choosing among the engine's legal commands
 // from a generator seeded by the match seed and the log position, and submits
@@ -25,7 +30,7 @@
 // interface that cluster/ satisfies.
 //
 // Messages between edge and grain are plain Go structs carried through
-// protoactor remote inside the msgpack envelope of actors/envelope; the
+// protoactor remote inside the msgpack envelope of cluster/envelope; the
 // grain pushes frames already encoded per seat (protocol bytes), so the edge
 // never re-encodes and never sees another seat's data.
 package actors

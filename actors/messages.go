@@ -1,7 +1,7 @@
 package actors
 
 import (
-	"github.com/matchgrain/matchgrain/actors/envelope"
+	"github.com/matchgrain/matchgrain/cluster/envelope"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -108,6 +108,14 @@ type Reply struct {
 	NotAttached []int `msgpack:",omitempty"`
 	// Status answers an Inspect.
 	Status *MatchStatus `msgpack:",omitempty"`
+}
+
+// ActivationMoving says whether the activation that answered is going away
+// (ReplyUnavailable: stopping, fenced, or refusing to activate): the
+// cluster's request then drops its cached PID and retries at the next
+// activation (cluster.Moving), the one retry of a grain call.
+func (r *Reply) ActivationMoving() (reason string, moving bool) {
+	return r.Message, r.Code == ReplyUnavailable
 }
 
 // OutFrame is one encoded server frame for a seat. ToSeq is the last event

@@ -36,7 +36,8 @@ type secrets struct {
 // always wins. Otherwise, with PostgreSQL the secrets are shared through the
 // database (the first member to start creates them, the others read them),
 // so members started without them still accept each other's tickets; the
-// embedded single node generates them for this run.
+// embedded single node keeps them in its data directory the same way, so its
+// tickets and seat links outlive a restart.
 func loadSecrets(ctx context.Context, o options, store persistence.Store, log *slog.Logger) (secrets, error) {
 	var s secrets
 	ck, shared := store.(persistence.ClusterKeys)
@@ -52,6 +53,11 @@ func loadSecrets(ctx context.Context, o options, store persistence.Store, log *s
 			return s, err
 		}
 		s.adminToken = string(tok)
+		if _, local := store.(*persistence.EmbeddedStore); local {
+			// One node kept in its data directory: printed as before.
+			fmt.Fprintf(os.Stderr, "matchd: no --admin-token given; this node's token (kept in --data-dir) is %s\n", s.adminToken)
+			break
+		}
 		// Not printed: a cluster member's output ends up in container logs,
 		// and whoever may read the token can read it where it is kept.
 		fmt.Fprintln(os.Stderr, "matchd: no --admin-token given; the cluster's admin token is kept in the database "+

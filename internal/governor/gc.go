@@ -1,0 +1,134 @@
+package governor
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+)
+
+// GC lowers the collector's goal (GOGC) while the node allocates
+// little for its size and puts it back as soon as it allocates more.
+//
+// Why: a node's resident memory follows the collector's goal, which at
+// GOGC=100 lets the heap grow to twice what is live. A cycle comes each
+// time GOGC % of the live heap has been allocated and marks the live heap,
+// so cycles per second = allocation rate ÷ (GOGC % × live heap), and their
+// CPU is that times the live heap. A node holding quiet connections
+// allocates slowly for its heap (heartbeats and seat keep-alives: measured
+// 6 MB/s for 80 MB live at 10,000 connections, one GOGC=25 cycle every
+// 3 s); a node playing matches allocates fast for its heap (18 MB/s for
+// 47 MB live at 1,000 matches × 2 intents/s, a GOGC=25 cycle every 0.6 s).
+// Both ratios stay the same as the node grows, which is why the test is
+// on cycles per second and not on a rate of bytes. Under load the default
+// stands, because there the collector's CPU is what counts.
+//
+// It sets the whole process's GOGC: only the program may decide that, so
+// only cmd/matchd starts one (see the package comment).
+type GC struct {
+	busyPercent  int     // GOGC while the node is busy
+	quietPercent int     // GOGC after quietAfter quiet samples
+	maxCycles    float64 // quiet: below this many cycles per second at quietPercent
+	quietAfter   int     // consecutive quiet samples before lowering
+	// freeEvery spaces the collections that going quiet brings: a node
+	// that keeps crossing the line pays for one at most this often (the
+	// page release holds the heap lock for milliseconds).
+	freeEvery time.Duration
+
+	readAllocs func() (allocated, live uint64) // cumulative bytes allocated; heap live after the last cycle
+	setPercent func(int) int                   // debug.SetGCPercent
+	freeOS     func()                          // debug.FreeOSMemory
+	log        *slog.Logger
+
+	lastAllocs uint64
+	lastAt     time.Time
+	lastFree   time.Time
+	quietRuns  int
+	current    int
+}
+
+// GCQuietMaxCycles is the default bound: between the two measured nodes
+// above (0.3 and 1.5 cycles per second at GOGC=25).
+const GCQuietMaxCycles = 0.6
+
+// GCInterval is how often a GC governor samples: cycles per second are
+// judged per whole second.
+const GCInterval = time.Second
+
+// NewGC returns a governor that switches between busy and quiet
+// percents, or nil when quiet is 0 (off) or the operator set GOGC, whose
+// choice it leaves alone.
+func NewGC(busy, quiet int, maxCycles float64, log *slog.Logger) *GC {
+	if quiet <= 0 || os.Getenv("GOGC") != "" {
+		return nil
+	}
+	samples := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/live:bytes"}}
+	return &GC{
+		busyPercent: busy, quietPercent: quiet, maxCycles: maxCycles, quietAfter: 5, freeEvery: time.Minute,
+		readAllocs: func() (uint64, uint64) {
+			metrics.Read(samples)
+			var v [2]uint64
+			for i, s := range samples {
+				if s.Value.Kind() == metrics.KindUint64 {
+					v[i] = s.Value.Uint64()
+				}
+			}
+			return v[0], v[1]
+		},
+		setPercent: debug.SetGCPercent,
+		freeOS:     debug.FreeOSMemory,
+		log:        log,
+		current:    busy,
+	}
+}
+
+// Run samples every interval until ctx ends, then restores the busy percent.
+func (g *GC) Run(ctx context.Context, interval time.Duration) {
+	everyUntil(ctx, interval, g.step)
+	g.set(g.busyPercent)
+}
+
+// step takes one sample of the allocation rate and sets GOGC from it:
+// busy at once when cycles at the quiet percent would come maxCycles times
+// a second or more, quiet only after quietAfter samples in a row below
+// that, with one full collection then.
+func (g *GC) step(now time.Time) {
+	allocs, live := g.readAllocs()
+	if g.lastAt.IsZero() {
+		g.lastAllocs, g.lastAt = allocs, now
+		return
+	}
+	secs := now.Sub(g.lastAt).Seconds()
+	if secs <= 0 {
+		return
+	}
+	rate := float64(allocs-g.lastAllocs) / secs
+	g.lastAllocs, g.lastAt = allocs, now
+	if rate >= g.maxCycles*float64(g.quietPercent)/100*float64(live) {
+		g.quietRuns = 0
+		g.set(g.busyPercent)
+		return
+	}
+	g.quietRuns++
+	if g.quietRuns >= g.quietAfter && g.current != g.quietPercent {
+		g.set(g.quietPercent)
+		// A quiet node allocates too little to reach even the lower goal
+		// soon, so without a collection now the garbage of the busy spell
+		// stays resident: collect once, and give the freed pages back.
+		if g.lastFree.IsZero() || now.Sub(g.lastFree) >= g.freeEvery {
+			g.freeOS()
+			g.lastFree = now
+		}
+	}
+}
+
+func (g *GC) set(percent int) {
+	if percent == g.current {
+		return
+	}
+	g.setPercent(percent)
+	g.log.Debug("gc governor: GOGC changed", "gogc", percent, "was", g.current)
+	g.current = percent
+}
