@@ -261,12 +261,13 @@ func TestGrainAbsenceEndsMatch(t *testing.T) {
 	if fin.Winner != 0 || fin.Reason != protocol.FinishAbsence {
 		t.Fatalf("finished = %+v, want seat 0 winning by absence", fin)
 	}
-	// A finished match still answers a hello: snapshot with isFinished.
-	s1, k1 := tn.open(t, id, 1, fin.seq)
+	// A finished match still answers a hello: a fresh one gets a snapshot
+	// with isFinished and the reason.
+	s1, k1 := tn.open(t, id, 1, 0)
 	h := expectFrame[*protocol.ServerHello](t, k1)
 	snap := expectFrame[*protocol.ServerSnapshot](t, k1)
-	if h.Resumed || !snap.View.IsFinished || snap.View.Winner != 0 {
-		t.Fatalf("hello %+v / view finished=%v winner=%d", h, snap.View.IsFinished, snap.View.Winner)
+	if h.Resumed || !snap.View.IsFinished || snap.View.Winner != 0 || snap.View.FinishReason == nil || *snap.View.FinishReason != protocol.FinishAbsence {
+		t.Fatalf("hello %+v / view finished=%v winner=%d reason=%v", h, snap.View.IsFinished, snap.View.Winner, snap.View.FinishReason)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -120,6 +120,10 @@ func (e *toyEngine) Decider() int {
 func (e *toyEngine) View(player int) protocol.MatchView {
 	v := protocol.MatchView{You: player, ActivePlayer: e.Next, TurnNumber: e.Turn, IsFinished: e.Finished, Winner: e.Winner}
 	v.Players[0].Index, v.Players[1].Index = 0, 1
+	if e.Finished {
+		reason := protocol.FinishReason(e.Reason)
+		v.FinishReason = &reason
+	}
 	if !e.Finished && player == e.Next {
 		v.LegalIntents = []protocol.Intent{protocol.EndTurn{}}
 	}

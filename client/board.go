@@ -22,7 +22,10 @@ type Board struct {
 	TurnNumber int
 	Finished   bool
 	// Winner is protocol.NoWinner while the match runs and on a draw.
-	Winner  int
+	Winner int
+	// Reason is why the match ended: nil while it runs, and after a
+	// snapshot from a server that predates MatchView.finishReason.
+	Reason  *protocol.FinishReason
 	Players [2]BoardPlayer
 
 	view viewState
@@ -47,7 +50,7 @@ func NewBoard(seat int) Board {
 
 // BoardFromView extracts the Board of a snapshot.
 func BoardFromView(v *protocol.MatchView) Board {
-	b := Board{EventSeq: v.EventSeq, TurnNumber: v.TurnNumber, Finished: v.IsFinished, Winner: v.Winner, view: viewStateFrom(v)}
+	b := Board{EventSeq: v.EventSeq, TurnNumber: v.TurnNumber, Finished: v.IsFinished, Winner: v.Winner, Reason: v.FinishReason, view: viewStateFrom(v)}
 	for i := range v.Players {
 		p := &v.Players[i]
 		bp := &b.Players[i]
@@ -119,6 +122,8 @@ func (b *Board) Apply(e protocol.EventEnvelope) {
 	case *protocol.GameFinishedEvent:
 		b.Finished = true
 		b.Winner = ev.Winner
+		reason := ev.Reason
+		b.Reason = &reason
 	}
 }
 
@@ -139,6 +144,9 @@ func (b Board) Diff(o Board) []string {
 	}
 	if b.Winner != o.Winner {
 		add("winner", b.Winner, o.Winner)
+	}
+	if b.Reason != nil && o.Reason != nil && *b.Reason != *o.Reason {
+		add("finishReason", *b.Reason, *o.Reason)
 	}
 	for i := range b.Players {
 		p, q := b.Players[i], o.Players[i]

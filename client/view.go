@@ -298,7 +298,8 @@ func (s *viewState) apply(e protocol.EventEnvelope) {
 			s.toHand(ev.Player, ev.Card)
 		}
 	case *protocol.GameFinishedEvent:
-		s.v.IsFinished, s.v.Winner = true, ev.Winner
+		reason := ev.Reason
+		s.v.IsFinished, s.v.Winner, s.v.FinishReason = true, ev.Winner, &reason
 		s.v.Phase, s.v.Step = protocol.PhaseFinished, protocol.StepNone
 		s.v.ActivePlayer = -1
 		s.v.Battle, s.v.Trigger, s.v.Choice, s.v.Ability, s.v.Order = nil, nil, nil, nil, nil

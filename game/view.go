@@ -24,6 +24,8 @@ func (e *Engine) View(player int) protocol.MatchView {
 		v.Players[p] = e.playerView(p, player == p)
 	}
 	if e.finished {
+		reason := e.reason
+		v.FinishReason = &reason
 		return v
 	}
 	if e.battle.open {

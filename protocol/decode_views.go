@@ -70,7 +70,11 @@ func (r *reader) matchView(v *MatchView) {
 		}
 		r.close(m, m)
 	}
-	r.close(n, 18)
+	if n > 18 && !r.isNil() {
+		reason := FinishReason(r.int("MatchView.finishReason"))
+		v.FinishReason = &reason
+	}
+	r.close(n, 19)
 }
 
 func (r *reader) playerView(v *PlayerView) {

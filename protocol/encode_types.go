@@ -605,7 +605,7 @@ func (e *encoder) event(ev Event) {
 // Views.
 
 func (e *encoder) matchView(v *MatchView) {
-	e.arr(18)
+	e.arr(19)
 	e.str(v.MatchID)
 	e.i64(v.EventSeq)
 	e.int(v.You)
@@ -648,6 +648,11 @@ func (e *encoder) matchView(v *MatchView) {
 	e.list(len(v.LegalIntents), "MatchView.legalIntents")
 	for _, it := range v.LegalIntents {
 		e.intent(it)
+	}
+	if v.FinishReason == nil {
+		e.nil()
+	} else {
+		e.int(int(*v.FinishReason))
 	}
 }
 

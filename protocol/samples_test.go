@@ -18,6 +18,18 @@ func cardView(id int, printing string, power int) CardView {
 
 func boolPtr(v bool) *bool { return &v }
 
+func finishReasonPtr(r FinishReason) *FinishReason { return &r }
+
+// finishedView is a finished match as seat 0 sees it: seat 1 won for reason.
+func finishedView(reason FinishReason) MatchView {
+	return MatchView{
+		MatchID: "m_01HZX3", EventSeq: 231, You: 0, ActivePlayer: NoWinner, TurnNumber: 9,
+		Phase: PhaseFinished, IsFinished: true, Winner: 1, FinishReason: &reason,
+		Players: [2]PlayerView{{Index: 0, Name: "alice", HandCount: 2, DeckCount: 20}, {Index: 1, Name: "bob", HandCount: 4, DeckCount: 19}},
+		Clock:   ClockView{DecisionPlayer: NoWinner, ServerTimeMs: 1717000000000},
+	}
+}
+
 // sampleIntents has one intent per key, in key order.
 func sampleIntents() []Intent {
 	return []Intent{

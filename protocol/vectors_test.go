@@ -126,6 +126,9 @@ func vectorCases(t testing.TB) []vectorCase {
 	add(vectorCase{name: "server/ServerSnapshot/every-optional", dir: "server", kind: "canonical",
 		note: "battle, trigger, choice, ability and order all present", value: &ServerSnapshot{View: snapshotView(true)}})
 	add(vectorCase{name: "server/ServerSnapshot/zero", dir: "server", kind: "canonical", value: &ServerSnapshot{View: MatchView{}}})
+	add(vectorCase{name: "server/ServerSnapshot/finished", dir: "server", kind: "canonical",
+		note:  "a finished match's snapshot carries its finish reason, the last field",
+		value: &ServerSnapshot{View: finishedView(FinishTimeout)}})
 	add(vectorCase{name: "server/ServerIntentResult/duplicate", dir: "server", kind: "canonical",
 		value: &ServerIntentResult{IntentID: "550e8400-e29b-41d4-a716-446655440000", Accepted: true, Code: RejectNone, EventSeq: 77, Duplicate: true}})
 
@@ -156,6 +159,12 @@ func vectorCases(t testing.TB) []vectorCase {
 		"", &ServerSnapshot{View: MatchView{Winner: -1, LegalIntents: []Intent{UnknownIntent{Key: 40}, Concede{}}}})
 	tol("short-views", "server", "92 01 91 9a "+mpStr("m1")+" 05 01 00 03 04 00 c2 ff 92 91 00 92 01 "+mpStr("bob"),
 		"", &ServerSnapshot{View: MatchView{MatchID: "m1", EventSeq: 5, You: 1, TurnNumber: 3, Phase: PhaseMain, Winner: -1, Players: [2]PlayerView{{}, {Index: 1, Name: "bob"}}}})
+	tol("finished-view-without-reason", "server", "92 01 91 dc 0012 a0 05 00 ff 03 07 00 c3 01 92 90 90 c0 c0 c0 c0 c0 c2 90 90",
+		"a finished view from a server older than finishReason: the reason is nil (unknown), not Damage",
+		&ServerSnapshot{View: MatchView{EventSeq: 5, ActivePlayer: -1, TurnNumber: 3, Phase: PhaseFinished, IsFinished: true, Winner: 1}})
+	tol("view-long", "server", "92 01 91 dc 0014 a0 05 00 ff 03 07 00 c3 00 92 90 90 c0 c0 c0 c0 c0 c2 90 90 02 c3",
+		"a view with a field after finishReason that this version does not know: skipped",
+		&ServerSnapshot{View: MatchView{EventSeq: 5, ActivePlayer: -1, TurnNumber: 3, Phase: PhaseFinished, IsFinished: true, Winner: 0, FinishReason: finishReasonPtr(FinishConceded)}})
 	tol("decision-in-batch", "server", "92 02 93 05 06 92 92 05 92 05 91 01 92 06 92 1c 99 01 c2 c0 c0 90 c0 c0 c0 91 92 11 90",
 		"non-canonical (nil trigger, battle, choice, ability, order written out); a client older than event 28 skips it like tolerant/server/unknown-event", &ServerEvents{FromSeq: 5, ToSeq: 6, Events: []EventEnvelope{
 			{Seq: 5, Event: &DeckShuffledEvent{Player: 1}}, {Seq: 6, Event: &DecisionEvent{Player: 1, LegalIntents: []Intent{Concede{}}}},

@@ -21,6 +21,10 @@ type MatchView struct {
 	OpponentChoosing bool
 	Clock            ClockView
 	LegalIntents     []Intent
+	// FinishReason is why the match ended: nil while it runs, and from a
+	// server older than this field. Appended last so that older clients,
+	// which read a view's known fields by position, are unaffected.
+	FinishReason *FinishReason
 }
 
 // PlayerView is one player's zones as seen by the viewer.

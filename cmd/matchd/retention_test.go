@@ -66,11 +66,13 @@ func TestRetentionPrunesFinished(t *testing.T) {
 		}
 		return nil
 	})
-	// The finished match still answers with its result.
+	// The finished match still answers with its result and why.
 	seat, _ := dialSeat(t, admin, p.http, mr.ID, 0, 0)
 	v := clienttest.Await(seat, 20*time.Second, clienttest.Any[*protocol.ServerSnapshot]).View
-	if !v.IsFinished || v.EventSeq != mr.Results[0].Final.EventSeq || v.Winner != mr.Results[0].Final.Winner {
-		t.Fatalf("pruned match answers finished=%v seq %d winner %d; it ended at seq %d, winner %d",
-			v.IsFinished, v.EventSeq, v.Winner, mr.Results[0].Final.EventSeq, mr.Results[0].Final.Winner)
+	final := mr.Results[0].Final
+	if !v.IsFinished || v.EventSeq != final.EventSeq || v.Winner != final.Winner ||
+		v.FinishReason == nil || final.FinishReason == nil || *v.FinishReason != *final.FinishReason {
+		t.Fatalf("pruned match answers finished=%v seq %d winner %d reason %v; it ended at seq %d, winner %d, reason %v",
+			v.IsFinished, v.EventSeq, v.Winner, v.FinishReason, final.EventSeq, final.Winner, final.FinishReason)
 	}
 }

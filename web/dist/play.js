@@ -659,8 +659,6 @@ function game(link) {
     lastIntentOut: ""
   };
   window.matchgrain = st;
-  const seen = sessionStorage.getItem(`finish:${link.matchId}`);
-  if (seen !== null) st.finishReason = Number(seen);
   friendLink(st);
   $("#toggle-log").onclick = () => {
     const box = $("#log");
@@ -787,16 +785,14 @@ function handleFrame(st, f) {
       return;
     case "ServerSnapshot":
       st.clock = f.body.view.clock;
+      if (f.body.view.finishReason !== null) st.finishReason = f.body.view.finishReason;
       break;
     case "ServerEvents":
       for (const e of f.body.events) {
         const ev = e.event;
         if (ev.type === "TurnStarted") st.turnPlayer = ev.body.player;
         else if (ev.type === "Attack") st.attacker = ev.body.player;
-        else if (ev.type === "GameFinished") {
-          st.finishReason = ev.body.reason;
-          sessionStorage.setItem(`finish:${st.link.matchId}`, String(ev.body.reason));
-        }
+        else if (ev.type === "GameFinished") st.finishReason = ev.body.reason;
       }
       break;
     case "ServerIntentResult":

@@ -136,7 +136,7 @@ interface GameState {
   /** turnPlayer and attacker come from TurnStarted and Attack events (-1: not seen). */
   turnPlayer: number;
   attacker: number;
-  /** finishReason is the GameFinished reason (null: not seen, e.g. opened after the end). */
+  /** finishReason is why the match ended, from GameFinished or a finished snapshot (null: running, or a server without the field). */
   finishReason: number | null;
   /** friendKey is the friend's seat key when this tab created a friend match. */
   friendKey: string | null;
@@ -184,8 +184,6 @@ function game(link: SeatLink): void {
     lastIntentOut: "",
   };
   (window as unknown as { matchgrain: GameState }).matchgrain = st; // for tests and curious players
-  const seen = sessionStorage.getItem(`finish:${link.matchId}`);
-  if (seen !== null) st.finishReason = Number(seen);
 
   friendLink(st);
   $("#toggle-log").onclick = () => {
@@ -325,16 +323,15 @@ function handleFrame(st: GameState, f: ServerFrame): void {
       return;
     case "ServerSnapshot":
       st.clock = f.body.view.clock;
+      // A page opened or reloaded after the end learns why from the snapshot.
+      if (f.body.view.finishReason !== null) st.finishReason = f.body.view.finishReason;
       break;
     case "ServerEvents":
       for (const e of f.body.events) {
         const ev = e.event;
         if (ev.type === "TurnStarted") st.turnPlayer = ev.body.player;
         else if (ev.type === "Attack") st.attacker = ev.body.player;
-        else if (ev.type === "GameFinished") {
-          st.finishReason = ev.body.reason;
-          sessionStorage.setItem(`finish:${st.link.matchId}`, String(ev.body.reason));
-        }
+        else if (ev.type === "GameFinished") st.finishReason = ev.body.reason;
       }
       break;
     case "ServerIntentResult":

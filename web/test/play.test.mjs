@@ -508,6 +508,13 @@ test("a friend match: the link with Copy, waiting for the friend, the attacker n
     assert.match(await b.textContent("#overlay-box"), /You lose[\s\S]*You conceded/);
     await waitFor(a, "host's end", (s) => s.overlay === "end");
     assert.match(await a.textContent("#overlay-box"), /You win![\s\S]*conceded/);
+    // A reload after the end gets a snapshot, not GameFinished: the end screen
+    // still says why, from the snapshot's finish reason (nothing kept in the
+    // tab, as when the link is opened on another device).
+    await a.evaluate(() => sessionStorage.clear());
+    await a.reload();
+    await waitFor(a, "host's end after a reload", (s) => s.overlay === "end");
+    assert.match(await a.textContent("#overlay-box"), /You win![\s\S]*conceded/);
     assert.deepEqual([...host.errors, ...guest.errors], []);
   } finally {
     await host.ctx.close();

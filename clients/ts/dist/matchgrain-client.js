@@ -215,7 +215,7 @@ var EVENTS = [
   { key: 28, type: "Decision", fields: [{ "name": "player", "t": { "k": "int" } }, { "name": "pending", "t": { "k": "bool" } }, { "name": "trigger", "t": { "k": "opt", "of": { "k": "dto", "name": "TriggerView" } } }, { "name": "battle", "t": { "k": "opt", "of": { "k": "dto", "name": "BattleView" } } }, { "name": "units", "t": { "k": "list", "of": { "k": "dto", "name": "UnitState" } } }, { "name": "choice", "t": { "k": "opt", "of": { "k": "dto", "name": "ChoiceView" } } }, { "name": "ability", "t": { "k": "opt", "of": { "k": "dto", "name": "AbilityView" } } }, { "name": "order", "t": { "k": "opt", "of": { "k": "dto", "name": "OrderView" } } }, { "name": "legalIntents", "t": { "k": "list", "of": { "k": "union", "name": "Intent" } } }] }
 ];
 var DTOS = {
-  MatchView: { name: "MatchView", fields: [{ "name": "matchId", "t": { "k": "string" } }, { "name": "eventSeq", "t": { "k": "int" } }, { "name": "you", "t": { "k": "int" } }, { "name": "activePlayer", "t": { "k": "int" } }, { "name": "turnNumber", "t": { "k": "int" } }, { "name": "phase", "t": { "k": "int", "enum": "Phase" } }, { "name": "step", "t": { "k": "int", "enum": "Step" } }, { "name": "isFinished", "t": { "k": "bool" } }, { "name": "winner", "t": { "k": "int" } }, { "name": "players", "t": { "k": "fixed", "n": 2, "of": { "k": "dto", "name": "PlayerView" } } }, { "name": "battle", "t": { "k": "opt", "of": { "k": "dto", "name": "BattleView" } } }, { "name": "trigger", "t": { "k": "opt", "of": { "k": "dto", "name": "TriggerView" } } }, { "name": "choice", "t": { "k": "opt", "of": { "k": "dto", "name": "ChoiceView" } } }, { "name": "ability", "t": { "k": "opt", "of": { "k": "dto", "name": "AbilityView" } } }, { "name": "order", "t": { "k": "opt", "of": { "k": "dto", "name": "OrderView" } } }, { "name": "opponentChoosing", "t": { "k": "bool" } }, { "name": "clock", "t": { "k": "dto", "name": "ClockView" } }, { "name": "legalIntents", "t": { "k": "list", "of": { "k": "union", "name": "Intent" } } }] },
+  MatchView: { name: "MatchView", fields: [{ "name": "matchId", "t": { "k": "string" } }, { "name": "eventSeq", "t": { "k": "int" } }, { "name": "you", "t": { "k": "int" } }, { "name": "activePlayer", "t": { "k": "int" } }, { "name": "turnNumber", "t": { "k": "int" } }, { "name": "phase", "t": { "k": "int", "enum": "Phase" } }, { "name": "step", "t": { "k": "int", "enum": "Step" } }, { "name": "isFinished", "t": { "k": "bool" } }, { "name": "winner", "t": { "k": "int" } }, { "name": "players", "t": { "k": "fixed", "n": 2, "of": { "k": "dto", "name": "PlayerView" } } }, { "name": "battle", "t": { "k": "opt", "of": { "k": "dto", "name": "BattleView" } } }, { "name": "trigger", "t": { "k": "opt", "of": { "k": "dto", "name": "TriggerView" } } }, { "name": "choice", "t": { "k": "opt", "of": { "k": "dto", "name": "ChoiceView" } } }, { "name": "ability", "t": { "k": "opt", "of": { "k": "dto", "name": "AbilityView" } } }, { "name": "order", "t": { "k": "opt", "of": { "k": "dto", "name": "OrderView" } } }, { "name": "opponentChoosing", "t": { "k": "bool" } }, { "name": "clock", "t": { "k": "dto", "name": "ClockView" } }, { "name": "legalIntents", "t": { "k": "list", "of": { "k": "union", "name": "Intent" } } }, { "name": "finishReason", "t": { "k": "opt", "of": { "k": "int", "enum": "FinishReason" } } }] },
   PlayerView: { name: "PlayerView", fields: [{ "name": "index", "t": { "k": "int" } }, { "name": "name", "t": { "k": "string" } }, { "name": "handCount", "t": { "k": "int" } }, { "name": "deckCount", "t": { "k": "int" } }, { "name": "hand", "t": { "k": "list", "of": { "k": "dto", "name": "CardView" } } }, { "name": "vanguard", "t": { "k": "opt", "of": { "k": "dto", "name": "CardView" } } }, { "name": "rearGuards", "t": { "k": "fixed", "n": 5, "of": { "k": "opt", "of": { "k": "dto", "name": "CardView" } } } }, { "name": "guardian", "t": { "k": "list", "of": { "k": "dto", "name": "CardView" } } }, { "name": "soul", "t": { "k": "list", "of": { "k": "dto", "name": "CardView" } } }, { "name": "drop", "t": { "k": "list", "of": { "k": "dto", "name": "CardView" } } }, { "name": "trigger", "t": { "k": "opt", "of": { "k": "dto", "name": "CardView" } } }, { "name": "faceDownDamage", "t": { "k": "int" } }, { "name": "faceUpDamage", "t": { "k": "list", "of": { "k": "dto", "name": "CardView" } } }, { "name": "isDefeated", "t": { "k": "bool" } }] },
   CardView: { name: "CardView", fields: [{ "name": "instanceId", "t": { "k": "int" } }, { "name": "printingId", "t": { "k": "string" } }, { "name": "rested", "t": { "k": "bool" } }, { "name": "faceUp", "t": { "k": "bool" } }, { "name": "basePower", "t": { "k": "int" } }, { "name": "power", "t": { "k": "int" } }, { "name": "baseCritical", "t": { "k": "int" } }, { "name": "critical", "t": { "k": "int" } }] },
   BattleView: { name: "BattleView", fields: [{ "name": "attackerSlot", "t": { "k": "int" } }, { "name": "targetSlot", "t": { "k": "int" } }, { "name": "boosterSlot", "t": { "k": "opt", "of": { "k": "int" } } }, { "name": "attackerPower", "t": { "k": "int" } }, { "name": "targetPower", "t": { "k": "int" } }, { "name": "shieldTotal", "t": { "k": "int" } }, { "name": "perfectGuard", "t": { "k": "bool" } }, { "name": "driveDone", "t": { "k": "int" } }, { "name": "driveTotal", "t": { "k": "int" } }, { "name": "hit", "t": { "k": "opt", "of": { "k": "bool" } } }] },
@@ -1023,6 +1023,9 @@ function unionTree(name, v, path) {
       if (u.type !== "Unknown" || !Number.isInteger(u.key)) invalid(path, `unknown ${name} key ${u.key}`);
       return [u.key, []];
     }
+  } else if (typeof u.key === "bigint") {
+    if (u.type !== "Unknown") invalid(path, `unknown ${name} key ${u.key}`);
+    return [u.key, []];
   } else if (typeof u.type === "string") {
     def = unionByType[name].get(u.type);
   }
@@ -1394,7 +1397,7 @@ function emptyPlayer() {
   return { vanguard: 0, rearGuards: [0, 0, 0, 0, 0], damage: 0 };
 }
 function emptyBoard() {
-  return { eventSeq: 0, turnNumber: 0, finished: false, winner: NoWinner, players: [emptyPlayer(), emptyPlayer()] };
+  return { eventSeq: 0, turnNumber: 0, finished: false, winner: NoWinner, reason: null, players: [emptyPlayer(), emptyPlayer()] };
 }
 function cloneBoard(b) {
   return {
@@ -1411,6 +1414,7 @@ function boardFromView(v) {
   b.turnNumber = v.turnNumber;
   b.finished = v.isFinished;
   b.winner = v.winner;
+  b.reason = v.finishReason;
   v.players.forEach((p, i) => {
     const bp = b.players[i];
     if (p.vanguard) bp.vanguard = p.vanguard.instanceId;
@@ -1478,6 +1482,7 @@ function applyEvent(b, e) {
     case "GameFinished":
       b.finished = true;
       b.winner = ev.body.winner;
+      b.reason = ev.body.reason;
       break;
   }
 }
@@ -1488,6 +1493,9 @@ function diffBoards(local, server) {
   if (local.turnNumber !== server.turnNumber) add("turnNumber", local.turnNumber, server.turnNumber);
   if (local.finished !== server.finished) add("finished", local.finished, server.finished);
   if (local.winner !== server.winner) add("winner", local.winner, server.winner);
+  if (local.reason !== null && server.reason !== null && local.reason !== server.reason) {
+    add("finishReason", local.reason, server.reason);
+  }
   for (const i of [0, 1]) {
     const p = local.players[i];
     const q = server.players[i];
@@ -1623,7 +1631,8 @@ var ViewKeeper = class _ViewKeeper {
       order: null,
       opponentChoosing: false,
       clock: emptyClock(),
-      legalIntents: []
+      legalIntents: [],
+      finishReason: null
     });
   }
   /** fromSnapshot starts from a snapshot. */
@@ -1889,6 +1898,7 @@ var ViewKeeper = class _ViewKeeper {
         const v = this.v;
         v.isFinished = true;
         v.winner = ev.body.winner;
+        v.finishReason = ev.body.reason;
         v.phase = Phase.Finished;
         v.step = Step.None;
         v.activePlayer = -1;

@@ -1,7 +1,7 @@
 // Board: the part of a match a client follows from public events alone,
 // mirroring the Go client's Board (client/board.go) field for field.
 
-import { NoWinner, Zone, type EventEnvelope, type MatchView } from "./schema.gen.js";
+import { NoWinner, Zone, type EventEnvelope, type FinishReason, type MatchView } from "./schema.gen.js";
 
 /** BoardPlayer is one player's circles and damage. */
 export interface BoardPlayer {
@@ -27,6 +27,11 @@ export interface Board {
   finished: boolean;
   /** winner is NoWinner (-1) while the match runs and on a draw. */
   winner: number;
+  /**
+   * reason is why the match ended: null while it runs, and after a snapshot
+   * from a server that predates MatchView.finishReason.
+   */
+  reason: FinishReason | null;
   players: [BoardPlayer, BoardPlayer];
 }
 
@@ -36,7 +41,7 @@ function emptyPlayer(): BoardPlayer {
 
 /** emptyBoard is a board before any snapshot. */
 export function emptyBoard(): Board {
-  return { eventSeq: 0, turnNumber: 0, finished: false, winner: NoWinner, players: [emptyPlayer(), emptyPlayer()] };
+  return { eventSeq: 0, turnNumber: 0, finished: false, winner: NoWinner, reason: null, players: [emptyPlayer(), emptyPlayer()] };
 }
 
 /** cloneBoard returns a deep copy. */
@@ -57,6 +62,7 @@ export function boardFromView(v: MatchView): Board {
   b.turnNumber = v.turnNumber;
   b.finished = v.isFinished;
   b.winner = v.winner;
+  b.reason = v.finishReason;
   v.players.forEach((p, i) => {
     const bp = b.players[i as 0 | 1];
     if (p.vanguard) bp.vanguard = p.vanguard.instanceId;
@@ -133,6 +139,7 @@ export function applyEvent(b: Board, e: EventEnvelope): void {
     case "GameFinished":
       b.finished = true;
       b.winner = ev.body.winner;
+      b.reason = ev.body.reason;
       break;
   }
 }
@@ -146,6 +153,9 @@ export function diffBoards(local: Board, server: Board): string[] {
   if (local.turnNumber !== server.turnNumber) add("turnNumber", local.turnNumber, server.turnNumber);
   if (local.finished !== server.finished) add("finished", local.finished, server.finished);
   if (local.winner !== server.winner) add("winner", local.winner, server.winner);
+  if (local.reason !== null && server.reason !== null && local.reason !== server.reason) {
+    add("finishReason", local.reason, server.reason);
+  }
   for (const i of [0, 1] as const) {
     const p = local.players[i];
     const q = server.players[i];

@@ -175,6 +175,10 @@ function unionTree(name: string, v: unknown, path: string): Tree {
       if (u.type !== "Unknown" || !Number.isInteger(u.key)) invalid(path, `unknown ${name} key ${u.key}`);
       return [u.key, []]; // re-encoding an unknown member: its body was not kept
     }
+  } else if (typeof u.key === "bigint") {
+    // A key past 2^53 decodes as a bigint; no known member has one.
+    if (u.type !== "Unknown") invalid(path, `unknown ${name} key ${u.key}`);
+    return [u.key, []];
   } else if (typeof u.type === "string") {
     def = unionByType[name]!.get(u.type);
   }

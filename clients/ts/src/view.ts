@@ -160,6 +160,7 @@ export class ViewKeeper {
       opponentChoosing: false,
       clock: emptyClock(),
       legalIntents: [],
+      finishReason: null,
     });
   }
 
@@ -448,6 +449,7 @@ export class ViewKeeper {
         const v = this.v;
         v.isFinished = true;
         v.winner = ev.body.winner;
+        v.finishReason = ev.body.reason;
         v.phase = Phase.Finished;
         v.step = Step.None;
         v.activePlayer = -1;

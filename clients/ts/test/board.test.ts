@@ -24,7 +24,7 @@ test("events move units, count damage, heal and finish", () => {
     { key: 16, type: "TriggerResolved", body: { player: 1, card: ref(55), trigger: 4, powerTarget: -1, effectTarget: -1, healed: ref(54) } },
     { key: 19, type: "Retire", body: { player: 0, card: ref(3), fromZone: 3, fromSlot: 3, cause: 0 } },
     { key: 9, type: "Call", body: { player: 7, card: ref(99), slot: 2 } }, // out of range: ignored
-    { key: 27, type: "GameFinished", body: { winner: 0, reason: 0 } },
+    { key: 27, type: "GameFinished", body: { winner: 0, reason: 2 } },
   ];
   for (const e of events) applyEvent(b, env(e));
   assert.deepEqual(b, {
@@ -32,6 +32,7 @@ test("events move units, count damage, heal and finish", () => {
     turnNumber: 3,
     finished: true,
     winner: 0,
+    reason: 2,
     players: [
       { vanguard: 1, rearGuards: [2, 0, 0, 0, 0], damage: 0 },
       { vanguard: 53, rearGuards: [0, 0, 0, 0, 0], damage: 1 },
