@@ -302,8 +302,10 @@ func (g *Core) recover(rec persistence.Recovery) error {
 		g.engine, g.clock, g.absent, g.logSeq, g.journal = eng, ss.Clock, ss.Absent, rec.Snapshot.Seq, journal
 		g.recent.reset(eng.LastSeq() + 1)
 		if !eng.IsFinished() {
-			// A finished match answers every hello with a snapshot
-			// (docs/protocol.md §9.8); its log may be pruned anyway.
+			// A finished match is woken more often (to mark it finished,
+			// by a stray hello) than resumed from before its snapshot:
+			// such a resume replays the log then (eventsFrom), which
+			// retention may have pruned.
 			g.rebuildJournal(rec.Snapshot.Seq, eng.LastSeq())
 		}
 	} else {
@@ -341,10 +343,10 @@ func (g *Core) recover(rec persistence.Recovery) error {
 }
 
 // keepEvents adds a batch to the in-memory event journal and trims it to
-// Timing.ResumeWindow. A finished match keeps none: it answers every hello
-// with a snapshot (docs/protocol.md §9.8) and a resync from before its end
-// with one too. An event that cannot be encoded (a bug) empties the
-// journal: resumes from before it then replay the log or get a snapshot.
+// Timing.ResumeWindow. A finished match keeps its window too: a seat that
+// resumes after the end gets the last events, GameFinished among them
+// (docs/protocol.md §9.8). An event that cannot be encoded (a bug) empties
+// the journal: resumes from before it then replay the log or get a snapshot.
 func (g *Core) keepEvents(evs []protocol.EventEnvelope) {
 	if g.everyEvent != nil {
 		*g.everyEvent = append(*g.everyEvent, evs...)
@@ -352,10 +354,6 @@ func (g *Core) keepEvents(evs []protocol.EventEnvelope) {
 	if err := g.recent.add(evs); err != nil {
 		g.log.Error("keep events for resumes", "err", err)
 		g.recent.reset(g.engine.LastSeq() + 1)
-	}
-	if g.engine.IsFinished() {
-		g.recent.trim(0)
-		return
 	}
 	g.recent.trim(g.deps.Timing.ResumeWindow)
 }

@@ -68,7 +68,11 @@ func (g *Core) onAttach(m *AttachSeat) {
 	g.absent.Since[m.Seat] = 0
 
 	var frames []OutFrame
-	resumable := !g.engine.IsFinished() && m.ResumeFromSeq > 0 && m.ResumeFromSeq <= g.engine.LastSeq()
+	// A finished match resumes like a running one: a seat whose connection
+	// moved (a failover, a lost link) just before the end still gets the
+	// last events, GameFinished with its reason among them (docs/protocol.md §9.8).
+	resumable := m.ResumeFromSeq > 0 && m.ResumeFromSeq <= g.engine.LastSeq() &&
+		(mutate.Planted != mutate.FinishedAnswersSnapshot || !g.engine.IsFinished())
 	var state []OutFrame
 	if resumable {
 		var evs []protocol.EventEnvelope

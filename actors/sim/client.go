@@ -57,12 +57,25 @@ type pendingIntent struct {
 type fold struct {
 	turn, next, winner int
 	finished           bool
+	reason             int // the finish reason; noReason while unknown
+}
+
+// noReason is fold.reason before the player learns why the match ended.
+const noReason = -1
+
+// foldOf is what a snapshot says of the match.
+func foldOf(v *protocol.MatchView) fold {
+	f := fold{turn: v.TurnNumber, next: v.ActivePlayer, winner: v.Winner, finished: v.IsFinished, reason: noReason}
+	if v.FinishReason != nil {
+		f.reason = int(*v.FinishReason)
+	}
+	return f
 }
 
 // newPlayer returns a player that knows nothing yet (next -1: it plays
 // only once it has seen whose decision runs).
 func (w *world) newPlayer(seat int) *player {
-	return &player{w: w, seat: seat, seen: map[int64][]byte{}, accepted: map[string]int64{}, fold: fold{next: -1, winner: -1}}
+	return &player{w: w, seat: seat, seen: map[int64][]byte{}, accepted: map[string]int64{}, fold: fold{next: -1, winner: -1, reason: noReason}}
 }
 
 // connect opens a new connection and attaches it with a fresh ticket,
@@ -319,7 +332,18 @@ func (p *player) onFrame(c *conn, m *actors.SeatFrames, of actors.OutFrame) {
 			w.fail("seat %d: a snapshot at seq %d after events up to %d: the stream went back", p.seat, v.EventSeq, p.lastSeq)
 			return
 		}
-		got := fold{turn: v.TurnNumber, next: v.ActivePlayer, winner: v.Winner, finished: v.IsFinished}
+		got := foldOf(&v)
+		if v.IsFinished && got.reason == noReason {
+			w.fail("seat %d: a snapshot of the finished match at seq %d without its finish reason", p.seat, v.EventSeq)
+			return
+		}
+		if m.Initial && v.IsFinished && p.lastSeq > 0 && p.lastSeq < v.EventSeq && !w.logReadFailed {
+			// The attach resumed from lastSeq (attach sends it), and every
+			// event is in the log: the seat must get the ones it missed,
+			// GameFinished among them, as after a failover just before the end.
+			w.fail("seat %d resumed from %d after the end and got a snapshot at %d, not the events", p.seat, p.lastSeq, v.EventSeq)
+			return
+		}
 		if v.EventSeq == p.lastSeq && p.lastSeq > 0 && got != p.fold {
 			w.fail("seat %d: at seq %d its events fold to %+v, a snapshot says %+v", p.seat, p.lastSeq, p.fold, got)
 			return
@@ -396,7 +420,7 @@ func (p *player) applyEvents(f *protocol.ServerEvents) {
 		case *protocol.TurnStartedEvent:
 			p.fold.turn, p.fold.next = e.TurnNumber, e.Player
 		case *protocol.GameFinishedEvent:
-			p.fold.finished, p.fold.winner = true, e.Winner
+			p.fold.finished, p.fold.winner, p.fold.reason = true, e.Winner, int(e.Reason)
 		}
 		p.lastSeq = seq
 	}

@@ -30,10 +30,13 @@
 // every event a seat saw is the durable one as that seat may see it
 // (redaction included) and a seat's stream never goes back; a seat's view
 // is the fold of its events; a player's newest connection is never
-// detached or refused by a stale attach of an older one; decision clocks
-// and absence never fire early, and once faults have long stopped nothing
-// happens after a decision deadline but its timeout; once faults stop,
-// every match finishes and is marked finished.
+// detached or refused by a stale attach of an older one; a seat that
+// resumes after the end gets the events it missed, not a snapshot, unless
+// the log could not be read back, and every seat still playing learns why
+// the match ended; decision clocks and absence never fire early, and once
+// faults have long stopped nothing happens after a decision deadline but
+// its timeout; once faults stop, every match finishes and is marked
+// finished.
 //
 // TestSimulation runs 10,000 matches (SIM_MATCHES or -sim.matches more;
 // make simulate runs a million) on every core, independent seeds in

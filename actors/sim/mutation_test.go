@@ -21,6 +21,7 @@ func TestMutations(t *testing.T) {
 		{"SkipFence", mutate.SkipFence},
 		{"DropReactivationTimer", mutate.DropReactivationTimer},
 		{"StaleAttachTakesSeat", mutate.StaleAttachTakesSeat},
+		{"FinishedAnswersSnapshot", mutate.FinishedAnswersSnapshot},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mutate.Planted = tc.bug
@@ -50,6 +51,11 @@ var regressions = []struct {
 	// had taken the seat and took it back, cutting the live connection off
 	// (fixed by ordering takeovers by ticket expiry, actors/seats.go).
 	{7602, mutate.StaleAttachTakesSeat, "a stale attach took the seat from the live connection"},
+	// A seat's connection was cut just before the end; it came back after
+	// it, resuming from its last seq, and got a snapshot instead of the
+	// events it missed (fixed by resuming finished matches like running
+	// ones, actors/seats.go).
+	{53, mutate.FinishedAnswersSnapshot, "a seat that resumed after the end got a snapshot, not GameFinished"},
 }
 
 // TestSimulationRegressions replays each recorded seed: with its bug

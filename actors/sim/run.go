@@ -265,7 +265,8 @@ func (w *world) checkEnd(res *Result) {
 		// A seat's view is the fold of its events.
 		if !p.quit {
 			v := truth.Views[p.seat]
-			want := fold{turn: v.TurnNumber, next: v.ActivePlayer, winner: v.Winner, finished: v.IsFinished}
+			// The reason too: a seat back after the end knows why it ended.
+			want := foldOf(&v)
 			if p.lastSeq != int64(len(truth.Events)) || p.fold != want {
 				w.fail("seat %d: view %+v at seq %d, the match ended %+v at seq %d", p.seat, p.fold, p.lastSeq, want, len(truth.Events))
 			}

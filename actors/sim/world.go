@@ -45,6 +45,9 @@ type world struct {
 	// stallNext: the store stalls the member whose step is running right
 	// after the current call (member.step).
 	stallNext bool
+	// logReadFailed: a ReadLog call failed, so a resume the journal could
+	// not serve rightly got a snapshot instead of the events.
+	logReadFailed bool
 
 	failure error
 	trace   func(string)
@@ -439,6 +442,14 @@ func (w *world) chaos() {
 
 // storeFate is the store's fault function.
 func (w *world) storeFate(op string) Fate {
+	f := w.pickFate(op)
+	if op == "ReadLog" && f == Fail {
+		w.logReadFailed = true
+	}
+	return f
+}
+
+func (w *world) pickFate(op string) Fate {
 	if !w.faulty() {
 		return Ok
 	}

@@ -224,9 +224,8 @@ func TestE2EClientKilledAtRandomSteps(t *testing.T) {
 		// covered: every seq some ServerEvents range or the first
 		// snapshot vouches for.
 		covered := make([]bool, n+1)
-		// bySnapshot: seqs a hello's snapshot stood in for; the seat
-		// rightly never got those events (a finished match answers a
-		// reconnect with a snapshot only, docs/protocol.md §9.8).
+		// bySnapshot: seqs the first hello's snapshot stood in for; the
+		// seat rightly never got those events.
 		bySnapshot := make([]bool, n+1)
 		resumed := 0
 		for ci, s := range seats[seat] {
@@ -237,8 +236,11 @@ func TestE2EClientKilledAtRandomSteps(t *testing.T) {
 						resumed++
 					}
 				case *protocol.ServerSnapshot:
-					// The answer to a hello: the first connection's, or a
-					// reconnect the journal could not serve (a finished match).
+					// The answer to a hello. A reconnect resumes, also after
+					// the end (docs/protocol.md §9.8): the log holds every event.
+					if fi <= 1 && ci > 0 {
+						t.Errorf("seat %d: reconnect %d answered with a snapshot at seq %d, not the events it missed", seat, ci, f.View.EventSeq)
+					}
 					if fi <= 1 {
 						for q := int64(1); q <= min(f.View.EventSeq, n); q++ {
 							if !covered[q] {
@@ -383,8 +385,9 @@ func TestE2EHeartbeatPingArrivesAfterIdle(t *testing.T) {
 // TestE2EAbsenceLoses cuts one seat's transport and keeps it away
 // (criterion 5, absence half). It fails if the match does not end with
 // GameFinished(winner = the present seat, reason Absence) within a bound
-// of AbsenceTimeout, or ends before it, or if the returning seat is not
-// answered with ServerHello(resumed=false) and a finished snapshot.
+// of AbsenceTimeout, or ends before it, or if the returning seat does not
+// resume to the GameFinished it missed, or a hello with no resume is not
+// answered with a finished snapshot that carries the reason.
 func TestE2EAbsenceLoses(t *testing.T) {
 	timing := fastTiming()
 	timing.AbsenceTimeout = time.Second
@@ -419,14 +422,32 @@ func TestE2EAbsenceLoses(t *testing.T) {
 	}
 	t.Logf("absence loss %v after the transport was cut (timeout %v)", after, timing.AbsenceTimeout)
 
+	// The seat comes back from seq 2: it gets what it missed, the reason
+	// it lost among it (docs/protocol.md §9.8).
 	back, hello := dialSeat(t, h, h.gameAddr("ws"), id, 1, 2)
-	if hello.Resumed {
-		t.Fatalf("hello to a finished match resumed=true")
+	if !hello.Resumed || hello.EventSeq != lastSeq {
+		t.Fatalf("hello resuming a finished match from 2: %+v, want resumed at seq %d", hello, lastSeq)
 	}
-	snap := clienttest.Await(back, 10*time.Second, clienttest.Any[*protocol.ServerSnapshot])
-	if !snap.View.IsFinished || snap.View.Winner != 0 || snap.View.EventSeq != lastSeq {
-		t.Fatalf("returning seat's snapshot: finished=%v winner=%d eventSeq=%d (want true, 0, %d)",
-			snap.View.IsFinished, snap.View.Winner, snap.View.EventSeq, lastSeq)
+	clienttest.Await(back, 10*time.Second, func(f *protocol.ServerEvents) bool {
+		for _, e := range f.Events {
+			if g, ok := e.Event.(*protocol.GameFinishedEvent); ok {
+				if *g != *gf {
+					t.Fatalf("resumed GameFinished %+v, live %+v", g, gf)
+				}
+				return true
+			}
+		}
+		return false
+	})
+	// A hello with no resume gets the final snapshot, which says why.
+	fresh, hello := dialSeat(t, h, h.gameAddr("ws"), id, 1, 0)
+	if hello.Resumed {
+		t.Fatalf("hello with no resume to a finished match resumed=true")
+	}
+	snap := clienttest.Await(fresh, 10*time.Second, clienttest.Any[*protocol.ServerSnapshot])
+	if v := snap.View; !v.IsFinished || v.Winner != 0 || v.EventSeq != lastSeq || v.FinishReason == nil || *v.FinishReason != protocol.FinishAbsence {
+		t.Fatalf("returning seat's snapshot: finished=%v winner=%d eventSeq=%d reason=%v (want true, 0, %d, Absence)",
+			v.IsFinished, v.Winner, v.EventSeq, v.FinishReason, lastSeq)
 	}
 }
 

@@ -24,6 +24,10 @@ const (
 	// StaleAttachTakesSeat: a first attach with an older ticket than the
 	// live connection's (held up, then delivered) takes the seat over.
 	StaleAttachTakesSeat
+	// FinishedAnswersSnapshot: a finished match answers every attach with
+	// a snapshot, so a seat whose connection moved just before the end
+	// never gets GameFinished.
+	FinishedAnswersSnapshot
 )
 
 // Planted is the bug planted now. The mutation test sets it before a run
