@@ -71,6 +71,7 @@ func (s *Server) routes() http.Handler {
 	if s.cfg.PublicPlay {
 		table["/api/play/matches"] = route{"play_matches", http.MethodPost, false, s.apiHandler(s.playCreate)}
 		table["/api/play/tickets"] = route{"play_tickets", http.MethodPost, false, s.apiHandler(s.playTicket)}
+		table["/api/play/invites"] = route{"play_invites", http.MethodPost, false, s.apiHandler(s.playRedeem)}
 		table["/api/play/decks"] = route{"play_decks", http.MethodGet, false, s.apiHandler(s.listDecks)}
 	}
 	if s.cfg.SeparateMetrics {
@@ -215,13 +216,60 @@ func decodeBody(r *http.Request, v any) error {
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
+	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return badRequest("invalid_json", "request body is not the expected JSON object: %s", jsonProblem(err))
 	}
 	if dec.More() {
 		return badRequest("invalid_json", "trailing data after the JSON object")
 	}
+	// encoding/json keeps the last of two equal keys; two parsers may keep
+	// different ones, so a body that says two things is refused.
+	if key, ok := duplicateKey(data); ok {
+		return badRequest("invalid_json", "request body has the key %q twice", key)
+	}
 	return nil
+}
+
+// duplicateKey finds a key that appears twice in one object of a valid JSON
+// document (keys are compared after unescaping, as a decoder sees them).
+func duplicateKey(data []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	// One set of keys per open object, and nil for an open array.
+	var stack []map[string]bool
+	expectKey := false
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false // io.EOF; the document was decoded before
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				stack = append(stack, map[string]bool{})
+				expectKey = true
+				continue
+			case '[':
+				stack = append(stack, nil)
+			case '}', ']':
+				stack = stack[:len(stack)-1]
+			}
+		case string:
+			if expectKey {
+				top := stack[len(stack)-1]
+				if top[t] {
+					return t, true
+				}
+				top[t] = true
+				expectKey = false
+				continue
+			}
+		}
+		// A value ended (or an array opened): inside an object the next
+		// token is a key.
+		expectKey = len(stack) > 0 && stack[len(stack)-1] != nil
+	}
 }
 
 // jsonProblem describes a JSON error without echoing the input.
@@ -233,6 +281,10 @@ func jsonProblem(err error) string {
 		return fmt.Sprintf("syntax error at byte %d", se.Offset)
 	case errors.As(err, &te):
 		return fmt.Sprintf("field %q must be %s", te.Field, te.Type)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		// encoding/json has no type for it; the field name is the client's
+		// own and quoted by the decoder.
+		return strings.TrimPrefix(err.Error(), "json: ")
 	case errors.Is(err, io.EOF):
 		return "empty body"
 	default:
@@ -316,8 +368,13 @@ func validateName(name string) error {
 		return errors.New("not valid UTF-8")
 	}
 	for _, r := range name {
-		if unicode.IsControl(r) {
+		switch {
+		case unicode.IsControl(r):
 			return errors.New("contains control characters")
+		case unicode.Is(unicode.Cf, r):
+			// Bidi overrides, zero-width joiners and the like make one
+			// name look like another.
+			return fmt.Errorf("contains the invisible format character U+%04X", r)
 		}
 	}
 	return nil

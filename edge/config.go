@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -140,6 +141,13 @@ type Config struct {
 	// (default 120).
 	PublicCreatesPerMinute       float64
 	PublicCreatesGlobalPerMinute float64
+	// UseOnce records that the single-use secret id (a friend invite) was
+	// used by claimant, valid until expires: nil if it was not used yet or
+	// by the same claimant, an error wrapping ErrTicketUsed if another
+	// claimant used it. Every edge of a cluster must share the record
+	// (matchd uses the store's used tickets). Nil: a record in this
+	// process only, enough for one edge.
+	UseOnce func(ctx context.Context, id string, expires time.Time, claimant string) error
 	// Fallback, if set, serves every path the edge does not know (matchd
 	// serves its web client and ops console there). Nil answers 404.
 	Fallback http.Handler
@@ -212,6 +220,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PublicCreatesGlobalPerMinute == 0 {
 		c.PublicCreatesGlobalPerMinute = DefaultPublicCreatesGlobalPerMinute
+	}
+	if c.UseOnce == nil {
+		c.UseOnce = (&memoryOnce{used: map[string]string{}}).use
 	}
 	setInt := func(v *int, d int) {
 		if *v == 0 {

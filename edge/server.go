@@ -36,8 +36,7 @@ type Server struct {
 	// metricsHandler serves cfg.Registry at GET /metrics.
 	metricsHandler http.Handler
 
-	play        *playLimits
-	seatLinkKey []byte
+	play *playLimits
 	// callDeadline bounds sessions' calls into Matches by RequestTimeout;
 	// the calls of one tick share the deadline's timer (internal/deadline).
 	callDeadline *deadline.Shared
@@ -77,15 +76,14 @@ func New(cfg Config, matches Matches) (*Server, error) {
 		metricsHandler: promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{
 			ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn), ErrorHandling: promhttp.ContinueOnError,
 		}),
-		limits:      newConnLimiter(cfg),
-		cfg:         cfg,
-		matches:     matches,
-		tickets:     tickets,
-		log:         cfg.Logger,
-		origins:     make(map[string]bool),
-		sessions:    make(map[*session]struct{}),
-		listeners:   make(map[net.Listener]struct{}),
-		seatLinkKey: seatLinkKeyFrom(cfg.TicketKey),
+		limits:    newConnLimiter(cfg),
+		cfg:       cfg,
+		matches:   matches,
+		tickets:   tickets,
+		log:       cfg.Logger,
+		origins:   make(map[string]bool),
+		sessions:  make(map[*session]struct{}),
+		listeners: make(map[net.Listener]struct{}),
 
 		callDeadline: deadline.New(context.Background(), cfg.RequestTimeout),
 	}

@@ -58,6 +58,9 @@ type options struct {
 	gcQuietPercent int
 	// procGovernor turns on the procGovernor (one processor while the node is light).
 	procGovernor bool
+	// publicCreates and publicCreatesGlobal bound public match creation
+	// per minute, per client address (IPv4, IPv6 /64) and for the edge.
+	publicCreates, publicCreatesGlobal float64
 	// requestTimeout is the edge's patience: how long one player or API
 	// call waits for its match, retrying through a failover (edgePatience).
 	requestTimeout time.Duration
@@ -85,6 +88,8 @@ func parseFlags(args []string) (options, error) {
 	edgeOnly := fs.Bool("edge-only", false, "serve players but host no match grains")
 	demo := fs.Bool("demo", false, "after start, play a bot match against this node and print it; implies --public-play")
 	publicPlay := fs.Bool("public-play", false, "let browsers create bot and friend matches without the admin token (rate limited; see web/README.md)")
+	publicCreates := fs.Float64("public-creates-per-minute", edge.DefaultPublicCreatesPerMinute, "public match creations per minute per client address (IPv4 address or IPv6 /64)")
+	publicCreatesGlobal := fs.Float64("public-creates-global-per-minute", edge.DefaultPublicCreatesGlobalPerMinute, "public match creations per minute for the whole edge; a quarter is kept for addresses that created nothing in the last 10 minutes")
 	demoExit := fs.Bool("demo-exit", false, "with --demo: stop the node when the demo match is over")
 	jsonLogs := fs.Bool("json-logs", false, "log JSON instead of text")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
@@ -150,6 +155,10 @@ func parseFlags(args []string) (options, error) {
 	o.adminToken, o.ticketKey, o.origins = *admin, *tkey, *origins
 	o.edgeOnly, o.demo, o.demoExit, o.jsonLogs, o.logLevel = *edgeOnly, *demo, *demoExit, *jsonLogs, *level
 	o.publicPlay = *publicPlay || *demo
+	if *publicCreates <= 0 || *publicCreatesGlobal <= 0 {
+		return o, fmt.Errorf("public-creates-per-minute (%v) and public-creates-global-per-minute (%v) must be positive", *publicCreates, *publicCreatesGlobal)
+	}
+	o.publicCreates, o.publicCreatesGlobal = *publicCreates, *publicCreatesGlobal
 	o.timing = actors.Timing{DecisionTime: *decision, BankTime: *bank, AbsenceTimeout: *absence, ClockInterval: *clock,
 		SeatKeepAlive: *keepAlive, SnapshotEvery: *snapEvery, ResumeWindow: *resumeWindow, IdleStop: *idleStop, BotThink: *botThink}
 	o.ticketTTL, o.helloTimeout, o.hbIdle, o.hbTimeout = *ttl, *hello, *hbIdle, *hbTimeout
@@ -391,7 +400,15 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		HelloTimeout: o.helloTimeout, HeartbeatIdle: o.hbIdle, HeartbeatTimeout: o.hbTimeout, RequestTimeout: o.requestTimeout,
 		NoReaderParking: !o.parkReaders,
 		AllowedOrigins:  splitList(o.origins), Logger: log, Registry: registry,
-		PublicPlay: o.publicPlay,
+		PublicPlay: o.publicPlay, PublicCreatesPerMinute: o.publicCreates, PublicCreatesGlobalPerMinute: o.publicCreatesGlobal,
+		UseOnce: func(ctx context.Context, id string, expires time.Time, claimant string) error {
+			// A friend invite is used once across every edge: the store's used tickets.
+			err := store.ConsumeTicket(ctx, id, expires, claimant)
+			if errors.Is(err, persistence.ErrTicketUsed) {
+				return fmt.Errorf("%w: %w", edge.ErrTicketUsed, err)
+			}
+			return err
+		},
 		Fallback: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if strings.HasPrefix(r.URL.Path, "/console/api/") {
 				console.ServeHTTP(w, r)

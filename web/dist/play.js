@@ -49,9 +49,26 @@ function parseLink() {
   if (!matchId || !key || seat !== 0 && seat !== 1) return null;
   return { matchId, seat, key };
 }
-function linkURL(l) {
-  const q = new URLSearchParams({ m: l.matchId, s: String(l.seat), k: l.key });
-  return `${location.origin}${location.pathname}#${q.toString()}`;
+async function redeemInvite() {
+  const p = new URLSearchParams(location.hash.slice(1));
+  const matchId = p.get("m");
+  const invite = p.get("i");
+  if (!matchId || !invite) return null;
+  let claim = sessionStorage.getItem(`claim:${matchId}`);
+  if (!claim) {
+    const b = crypto.getRandomValues(new Uint8Array(16));
+    claim = btoa(String.fromCharCode(...b)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    sessionStorage.setItem(`claim:${matchId}`, claim);
+  }
+  try {
+    const r = await api("/api/play/invites", { matchId, invite, claim });
+    const link = { matchId, seat: 1, key: r.seatKey };
+    history.replaceState(null, "", `#${new URLSearchParams({ m: matchId, s: "1", k: r.seatKey })}`);
+    return link;
+  } catch (e) {
+    $("#lobby-error").textContent = `Could not join the match: ${e.message}`;
+    return null;
+  }
 }
 async function lobby() {
   $("#lobby").hidden = false;
@@ -68,7 +85,7 @@ async function lobby() {
         deck: sel.value,
         opponent
       });
-      if (r.friendSeatKey) sessionStorage.setItem(`friend:${r.matchId}`, r.friendSeatKey);
+      if (r.invite) sessionStorage.setItem(`friend:${r.matchId}`, r.invite);
       location.hash = new URLSearchParams({ m: r.matchId, s: "0", k: r.seatKey }).toString();
     } catch (e) {
       $("#lobby-error").textContent = `Could not create the match: ${e.message}`;
@@ -97,9 +114,9 @@ function game(link) {
     turnPlayer: -1
   };
   window.matchgrain = st;
-  const friendKey = link.seat === 0 ? sessionStorage.getItem(`friend:${link.matchId}`) : null;
-  if (friendKey) {
-    const url2 = linkURL({ matchId: link.matchId, seat: 1, key: friendKey });
+  const invite = link.seat === 0 ? sessionStorage.getItem(`friend:${link.matchId}`) : null;
+  if (invite) {
+    const url2 = `${location.origin}${location.pathname}#${new URLSearchParams({ m: link.matchId, i: invite })}`;
     $("#friend-link").hidden = false;
     $("#friend-url").value = url2;
     $("#copy-friend").onclick = () => void navigator.clipboard?.writeText(url2);
@@ -456,12 +473,12 @@ function renderLog(st) {
 }
 async function main() {
   cards = await api("/cards.json").catch(() => ({}));
-  const route = () => {
-    const link = parseLink();
+  const route = async () => {
+    const link = parseLink() ?? await redeemInvite();
     if (link) game(link);
     else void lobby();
   };
   window.addEventListener("hashchange", () => location.reload());
-  route();
+  await route();
 }
 void main();

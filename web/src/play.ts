@@ -95,9 +95,30 @@ function parseLink(): SeatLink | null {
   return { matchId, seat, key };
 }
 
-function linkURL(l: SeatLink): string {
-  const q = new URLSearchParams({ m: l.matchId, s: String(l.seat), k: l.key });
-  return `${location.origin}${location.pathname}#${q.toString()}`;
+// redeemInvite turns a friend's invite link (#m=…&i=…) into a seat link:
+// the invite is single use, and the seat key it yields derives from a claim
+// drawn here, which the creator never sees. The claim is kept for this tab,
+// so a reload retries with the same claim and gets the same key.
+async function redeemInvite(): Promise<SeatLink | null> {
+  const p = new URLSearchParams(location.hash.slice(1));
+  const matchId = p.get("m");
+  const invite = p.get("i");
+  if (!matchId || !invite) return null;
+  let claim = sessionStorage.getItem(`claim:${matchId}`);
+  if (!claim) {
+    const b = crypto.getRandomValues(new Uint8Array(16));
+    claim = btoa(String.fromCharCode(...b)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    sessionStorage.setItem(`claim:${matchId}`, claim);
+  }
+  try {
+    const r = await api<{ seatKey: string }>("/api/play/invites", { matchId, invite, claim });
+    const link = { matchId, seat: 1, key: r.seatKey };
+    history.replaceState(null, "", `#${new URLSearchParams({ m: matchId, s: "1", k: r.seatKey })}`);
+    return link;
+  } catch (e) {
+    $("#lobby-error").textContent = `Could not join the match: ${(e as Error).message}`;
+    return null;
+  }
 }
 
 // ---- lobby ----
@@ -112,12 +133,12 @@ async function lobby(): Promise<void> {
     const name = $<HTMLInputElement>("#name").value.trim() || "Player";
     $("#lobby-error").textContent = "";
     try {
-      const r = await api<{ matchId: string; seatKey: string; friendSeatKey?: string }>("/api/play/matches", {
+      const r = await api<{ matchId: string; seatKey: string; invite?: string }>("/api/play/matches", {
         name,
         deck: sel.value,
         opponent,
       });
-      if (r.friendSeatKey) sessionStorage.setItem(`friend:${r.matchId}`, r.friendSeatKey);
+      if (r.invite) sessionStorage.setItem(`friend:${r.matchId}`, r.invite);
       location.hash = new URLSearchParams({ m: r.matchId, s: "0", k: r.seatKey }).toString();
     } catch (e) {
       $("#lobby-error").textContent = `Could not create the match: ${(e as Error).message}`;
@@ -169,9 +190,9 @@ function game(link: SeatLink): void {
   };
   (window as unknown as { matchgrain: GameState }).matchgrain = st; // for tests and curious players
 
-  const friendKey = link.seat === 0 ? sessionStorage.getItem(`friend:${link.matchId}`) : null;
-  if (friendKey) {
-    const url = linkURL({ matchId: link.matchId, seat: 1, key: friendKey });
+  const invite = link.seat === 0 ? sessionStorage.getItem(`friend:${link.matchId}`) : null;
+  if (invite) {
+    const url = `${location.origin}${location.pathname}#${new URLSearchParams({ m: link.matchId, i: invite })}`;
     $("#friend-link").hidden = false;
     $<HTMLInputElement>("#friend-url").value = url;
     $("#copy-friend").onclick = () => void navigator.clipboard?.writeText(url);
@@ -560,13 +581,13 @@ function renderLog(st: GameState): void {
 
 async function main(): Promise<void> {
   cards = await api<Record<string, Card>>("/cards.json").catch(() => ({}));
-  const route = () => {
-    const link = parseLink();
+  const route = async () => {
+    const link = parseLink() ?? (await redeemInvite());
     if (link) game(link);
     else void lobby();
   };
   window.addEventListener("hashchange", () => location.reload());
-  route();
+  await route();
 }
 
 void main();
