@@ -38,7 +38,9 @@ func badRequest(code, format string, args ...any) *httpError {
 	return &httpError{http.StatusBadRequest, code, fmt.Sprintf(format, args...)}
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON answers status with v as JSON, never cached: the one way every
+// HTTP API of a node (the edge's, the operations API) writes an answer.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
@@ -46,8 +48,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func writeError(w http.ResponseWriter, status int, code, message string) {
-	writeJSON(w, status, apiError{Error: code, Message: message})
+// WriteError answers status with the JSON error shape of every HTTP API of a
+// node: {"error": code, "message": message} (docs/protocol.md §9.13).
+func WriteError(w http.ResponseWriter, status int, code, message string) {
+	WriteJSON(w, status, apiError{Error: code, Message: message})
 }
 
 // route is one endpoint: its method, whether it needs the admin token, and
@@ -77,14 +81,25 @@ func (s *Server) routes() http.Handler {
 	if s.cfg.SeparateMetrics {
 		delete(table, "/metrics") // served by MetricsHandler on its own listener
 	}
+	var admin route
+	if s.cfg.Admin != nil {
+		admin = route{"admin", http.MethodGet, true, func(w http.ResponseWriter, r *http.Request) int {
+			rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+			s.cfg.Admin.ServeHTTP(rec, r)
+			return rec.status
+		}}
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rt, ok := table[r.URL.Path]
+		if !ok && admin.serve != nil && strings.HasPrefix(r.URL.Path, AdminPrefix) {
+			rt, ok = admin, true
+		}
 		if !ok && s.cfg.Fallback != nil && !strings.HasPrefix(r.URL.Path, "/api/") {
 			s.cfg.Fallback.ServeHTTP(w, r)
 			return
 		}
 		if !ok {
-			writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
+			WriteError(w, http.StatusNotFound, "not_found", "no such endpoint")
 			s.metrics.httpRequest("other", http.StatusNotFound)
 			return
 		}
@@ -96,20 +111,19 @@ func (s *Server) routes() http.Handler {
 func (s *Server) serveRoute(rt route, w http.ResponseWriter, r *http.Request) int {
 	if r.Method != rt.method && !(rt.method == http.MethodGet && r.Method == http.MethodHead && rt.name != "game") {
 		w.Header().Set("Allow", rt.method)
-		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use "+rt.method)
+		WriteError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use "+rt.method)
 		return http.StatusMethodNotAllowed
 	}
 	if rt.auth && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="matchgrain"`)
-		writeError(w, http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token")
+		WriteError(w, http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token")
 		return http.StatusUnauthorized
 	}
 	return rt.serve(w, r)
 }
 
-// Authorized reports whether r carries the admin token, for handlers that
-// share the edge's listener (the ops console's API).
-func (s *Server) Authorized(r *http.Request) bool { return s.authorized(r) }
+// AdminPrefix is where Config.Admin is mounted.
+const AdminPrefix = "/api/admin/"
 
 // authorized checks "Authorization: Bearer <admin token>" against the
 // current and previous admin tokens in constant time: hashing first, so that
@@ -131,10 +145,10 @@ func (s *Server) authorized(r *http.Request) bool {
 
 func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) int {
 	if s.isDraining() {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
 		return http.StatusServiceUnavailable
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	return http.StatusOK
 }
 
@@ -143,7 +157,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) int {
 func (s *Server) MetricsHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/metrics" {
-			writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
+			WriteError(w, http.StatusNotFound, "not_found", "no such endpoint")
 			s.metrics.httpRequest("other", http.StatusNotFound)
 			return
 		}
@@ -178,7 +192,7 @@ func (s *Server) apiHandler(h func(ctx context.Context, r *http.Request) (int, a
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		status, body, err := h(ctx, r)
 		if err == nil {
-			writeJSON(w, status, body)
+			WriteJSON(w, status, body)
 			return status
 		}
 		var he *httpError
@@ -198,7 +212,7 @@ func (s *Server) apiHandler(h func(ctx context.Context, r *http.Request) (int, a
 			s.log.Error("edge: api request failed", "path", r.URL.Path, "err", err)
 			he = &httpError{http.StatusInternalServerError, "internal", "internal error"}
 		}
-		writeError(w, he.status, he.code, he.message)
+		WriteError(w, he.status, he.code, he.message)
 		return he.status
 	}
 }

@@ -148,6 +148,10 @@ type Config struct {
 	// (matchd uses the store's used tickets). Nil: a record in this
 	// process only, enough for one edge.
 	UseOnce func(ctx context.Context, id string, expires time.Time, claimant string) error
+	// Admin, if set, serves every path under AdminPrefix (/api/admin/),
+	// GET only, to holders of the admin token: the edge checks the token
+	// exactly as on its own admin routes (matchd mounts ops.Handler here).
+	Admin http.Handler
 	// Fallback, if set, serves every path the edge does not know (matchd
 	// serves its web client and ops console there). Nil answers 404.
 	Fallback http.Handler

@@ -149,11 +149,11 @@ func (s *Server) checkOrigin(r *http.Request) bool {
 // serveGame upgrades /game to a WebSocket session.
 func (s *Server) serveGame(w http.ResponseWriter, r *http.Request) int {
 	if s.isDraining() {
-		writeError(w, http.StatusServiceUnavailable, "shutting_down", "server is shutting down")
+		WriteError(w, http.StatusServiceUnavailable, "shutting_down", "server is shutting down")
 		return http.StatusServiceUnavailable
 	}
 	if !s.checkOrigin(r) {
-		writeError(w, http.StatusForbidden, "origin_not_allowed", "origin not allowed")
+		WriteError(w, http.StatusForbidden, "origin_not_allowed", "origin not allowed")
 		return http.StatusForbidden
 	}
 	cw := &corkingWriter{ResponseWriter: w}

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -25,6 +24,7 @@ import (
 	"github.com/matchgrain/matchgrain/edge"
 	"github.com/matchgrain/matchgrain/edge/grains"
 	"github.com/matchgrain/matchgrain/game"
+	"github.com/matchgrain/matchgrain/ops"
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/web"
 )
@@ -80,7 +80,7 @@ func parseFlags(args []string) (options, error) {
 	dataDir := fs.String("data-dir", "matchgrain-data", "directory of the embedded store")
 	listen := fs.String("listen", "127.0.0.1:8080", "HTTP address: /game WebSocket, /api, /healthz, /metrics")
 	tcpListen := fs.String("tcp-listen", "", "TCP fallback address (length-prefixed frames); empty disables it")
-	admin := fs.String("admin-token", "", "bearer token of the HTTP API (MATCHD_ADMIN_TOKEN); empty generates one and prints it")
+	admin := fs.String("admin-token", "", "bearer token of the HTTP API (MATCHD_ADMIN_TOKEN); prefer MATCHD_ADMIN_TOKEN over the command line; empty: shared through the database with --database-url, else generated into DATA-DIR/admin-token (never printed)")
 	tkey := fs.String("ticket-key", "", "hex key (>= 32 bytes) that signs tickets; all edges of a cluster need the same key; empty: shared through the database with --database-url, else generated for this run")
 	secretsRefresh := fs.Duration("secrets-refresh", 30*time.Second, "how often a member re-reads the ticket keys shared through the database")
 	rotation := fs.Duration("ticket-key-rotation", 0, "replace the shared ticket key when it is this old (0: never); tickets in flight stay valid")
@@ -365,7 +365,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	node, err = cluster.Start(cluster.Config{
 		NodeName: o.nodeName, GossipAddr: o.gossipAddr, Join: splitList(o.join), RemoteAddr: o.remoteAddr,
 		ClusterName: o.clusterName, Kinds: kinds, FailureDetection: o.failureDetection(), Security: o.security, Logger: base,
-		Info: map[string]string{infoRules: actors.RulesVersion(actors.GameRules{}), infoBuild: buildVersion()},
+		Info: map[string]string{ops.InfoRules: actors.RulesVersion(actors.GameRules{}), ops.InfoBuild: buildVersion()},
 	})
 	if err != nil {
 		return fmt.Errorf("start cluster member: %w", err)
@@ -388,14 +388,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		return err
 	}
 	adminToken := sec.adminToken
-	var srv *edge.Server
-	console := web.ConsoleAPI(web.ConsoleDeps{
-		Authorized: func(r *http.Request) bool { return srv.Authorized(r) },
-		Self:       node.ID(), Members: node.Members, Status: gw.Status, Takeovers: grainMetrics.RecentTakeovers,
-		Unfinished: store.ListUnfinished,
-	})
-	pages := web.Handler()
-	srv, err = edge.New(edge.Config{
+	srv, err := edge.New(edge.Config{
 		TicketKey: sec.ticketKey, TicketPreviousKeys: sec.ticketAccept, TicketTTL: o.ticketTTL, AdminToken: adminToken, Decks: deckInfos,
 		HelloTimeout: o.helloTimeout, HeartbeatIdle: o.hbIdle, HeartbeatTimeout: o.hbTimeout, RequestTimeout: o.requestTimeout,
 		NoReaderParking: !o.parkReaders,
@@ -409,13 +402,9 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 			}
 			return err
 		},
-		Fallback: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if strings.HasPrefix(r.URL.Path, "/console/api/") {
-				console.ServeHTTP(w, r)
-				return
-			}
-			pages.ServeHTTP(w, r)
-		}),
+		Admin: ops.Handler(ops.Deps{Node: node, Store: store, Rules: actors.GameRules{}, Timing: o.timing,
+			Status: gw.Status, Takeovers: grainMetrics.RecentTakeovers, Logger: log}),
+		Fallback:            web.Handler(),
 		AdminTokensPrevious: splitList(o.adminPrevious), SeparateMetrics: o.metricsListen != "",
 		MaxConnections: o.limits.MaxConnections, MaxConnectionsPerAddress: o.limits.MaxConnectionsPerAddress,
 		MaxHandshakes: o.limits.MaxHandshakes, MaxBodyBytes: o.limits.MaxBodyBytes, MaxHeaderBytes: o.limits.MaxHeaderBytes,
@@ -434,8 +423,6 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		return fmt.Errorf("listen %s: %w", o.listen, err)
 	}
 	hs := srv.HTTPServer()
-	admin := &adminAPI{token: adminToken, node: node, store: store, rules: actors.GameRules{}, timing: o.timing, log: log}
-	hs.Handler = admin.wrap(hs.Handler)
 	errc := make(chan error, 5)
 	go func() { errc <- fmt.Errorf("http: %w", hs.Serve(srv.LimitListener(httpLn))) }()
 	metricsAddr := httpLn.Addr().String()
@@ -510,7 +497,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 
 	if o.demo {
 		go func() {
-			if err := runDemo(ctx, "http://"+httpLn.Addr().String(), adminToken, o.demoDelay, o.demoExit, log); err != nil {
+			if err := runDemo(ctx, "http://"+httpLn.Addr().String(), adminToken, sec.adminTokenAt, o.demoDelay, o.demoExit, log); err != nil {
 				errc <- err
 			}
 		}()

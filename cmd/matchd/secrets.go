@@ -4,9 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/matchgrain/matchgrain/edge"
@@ -23,7 +27,10 @@ const (
 // from.
 type secrets struct {
 	adminToken string
-	ticketKey  []byte
+	// adminTokenAt says where an operator finds the admin token (never the
+	// token itself: it is not printed).
+	adminTokenAt string
+	ticketKey    []byte
 	// ticketAccept are more keys to accept (a rotation in progress).
 	ticketAccept [][]byte
 	// shared is set when the ticket key lives in the database and rotates:
@@ -42,8 +49,9 @@ func loadSecrets(ctx context.Context, o options, store persistence.Store, log *s
 	ck, shared := store.(persistence.ClusterKeys)
 	switch {
 	case o.adminToken != "":
-		s.adminToken = o.adminToken
+		s.adminToken, s.adminTokenAt = o.adminToken, "--admin-token (MATCHD_ADMIN_TOKEN)"
 	case shared:
+		s.adminTokenAt = "the database (table cluster_keys, purpose 'admin-token')"
 		tok, err := sharedSecret(ctx, ck, purposeAdminToken, func() ([]byte, error) {
 			b, err := randomBytes(16)
 			return []byte(hex.EncodeToString(b)), err
@@ -57,12 +65,19 @@ func loadSecrets(ctx context.Context, o options, store persistence.Store, log *s
 		fmt.Fprintln(os.Stderr, "matchd: no --admin-token given; the cluster's admin token is kept in the database "+
 			"(table cluster_keys, purpose 'admin-token'; see docs/operations.md)")
 	default:
-		b, err := randomBytes(16)
+		// Never printed (output ends up in logs, and a printed command line
+		// in the process list): kept in a file only its owner reads.
+		file := filepath.Join(o.dataDir, adminTokenFile)
+		tok, err := fileSecret(file, func() (string, error) {
+			b, err := randomBytes(16)
+			return hex.EncodeToString(b), err
+		})
 		if err != nil {
-			return s, fmt.Errorf("generate admin token: %w", err)
+			return s, err
 		}
-		s.adminToken = hex.EncodeToString(b)
-		fmt.Fprintf(os.Stderr, "matchd: no --admin-token given; this run's token is %s\n", s.adminToken)
+		s.adminToken, s.adminTokenAt = tok, file
+		fmt.Fprintf(os.Stderr, "matchd: no --admin-token given; this node's admin token is in %s "+
+			"(matchctl --token-file %s)\n", file, file)
 	}
 	switch {
 	case o.ticketKey != "":
@@ -91,6 +106,31 @@ func loadSecrets(ctx context.Context, o options, store persistence.Store, log *s
 		log.Info("no --ticket-key and no --database-url: generated a key for this run; other edges will not accept this node's tickets")
 	}
 	return s, nil
+}
+
+// adminTokenFile names the file in --data-dir holding the generated admin
+// token of a node without --admin-token and without a database.
+const adminTokenFile = "admin-token"
+
+// fileSecret returns the secret kept in file, creating the file (mode 0600)
+// with gen's secret if it does not exist, so that a restarted node keeps it.
+func fileSecret(file string, gen func() (string, error)) (string, error) {
+	if b, err := os.ReadFile(file); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b)), nil
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("read %s: %w", file, err)
+	}
+	secret, err := gen()
+	if err != nil {
+		return "", fmt.Errorf("generate the secret of %s: %w", file, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return "", fmt.Errorf("create %s: %w", filepath.Dir(file), err)
+	}
+	if err := os.WriteFile(file, []byte(secret+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write %s: %w", file, err)
+	}
+	return secret, nil
 }
 
 // sharedSecret creates purpose's secret if no member did yet and returns it.

@@ -4,13 +4,19 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
+	"io"
 	"net"
+	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/matchgrain/matchgrain/cluster/clustertest"
+	"github.com/matchgrain/matchgrain/ops"
 )
 
 // exposedIP returns an address of this machine other than loopback, or
@@ -73,4 +79,94 @@ func TestSecureByDefault(t *testing.T) {
 			t.Fatalf("a protected node logged INSECURE:\n%s", p.logTail())
 		}
 	})
+}
+
+// TestAdminRoutesOneAuthorization is attack 5 of issue 41 (and issue 37's
+// "one operations API"): during a token rotation the previous token opens
+// every admin route — the edge's, and every route of the operations API the
+// console and matchctl read — with the same header parsing; a missing or
+// wrong token opens none, with the one JSON error shape.
+func TestAdminRoutesOneAuthorization(t *testing.T) {
+	const previous = "the-previous-admin-token"
+	p := startProc(t, "rotating", "--data-dir", t.TempDir(), "--admin-tokens-previous", previous)
+	type req struct{ method, path, body string }
+	routes := []req{
+		{"POST", "/api/matches", `{"players":[{"name":"a","deck":"S1"},{"name":"b","deck":"S2"}]}`},
+		{"POST", "/api/game/tickets", `{"matchId":"nope","seat":0}`},
+		{"GET", "/api/decks", ""},
+	}
+	for _, r := range ops.Routes {
+		routes = append(routes, req{"GET", strings.ReplaceAll(r, "{id}", "nope"), ""})
+	}
+	do := func(r req, auth string) (int, string) {
+		t.Helper()
+		hr, err := http.NewRequest(r.method, "http://"+p.http+r.path, strings.NewReader(r.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hr.Header.Set("Content-Type", "application/json")
+		if auth != "" {
+			hr.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(hr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	// matchctl reads the console's endpoint with the token from a file.
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(previous+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := matchctl(t, "matches", "--server", "http://"+p.http, "--token-file", tokenFile); code != 0 || !strings.Contains(string(out), `"matches"`) {
+		t.Errorf("matchctl matches --token-file: exit %d: %s", code, out)
+	}
+	for _, r := range routes {
+		for _, auth := range []string{"Bearer " + previous, "Bearer " + testAdminToken, "bearer " + previous, "Bearer  " + previous} {
+			if code, body := do(r, auth); code == http.StatusUnauthorized || code == http.StatusNotFound && strings.Contains(body, `"error":"not_found"`) {
+				t.Errorf("%s %s with %q: %d %s", r.method, r.path, strings.Replace(auth, previous, "<previous>", 1), code, body)
+			}
+		}
+		for _, auth := range []string{"", "Bearer wrong", "Basic " + previous, previous} {
+			code, body := do(r, auth)
+			var e struct{ Error, Message string }
+			if err := json.Unmarshal([]byte(body), &e); code != http.StatusUnauthorized || err != nil || e.Error != "unauthorized" || e.Message == "" {
+				t.Errorf("%s %s with %q: %d %s, want 401 {error: unauthorized}", r.method, r.path, auth, code, body)
+			}
+		}
+	}
+}
+
+// TestNoSecretOnStdout is attack 4 of issue 41: --demo prints where the
+// admin token is, never the token (with a database it is the cluster's), and
+// matchctl reads it from a file instead of its command line.
+func TestNoSecretOnStdout(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, matchdBin(t), "--demo", "--demo-exit", "--demo-delay", "0", "--bot-think", "0s",
+		"--gossip-addr", "127.0.0.1:0", "--remote-addr", "127.0.0.1:0", "--listen", "127.0.0.1:0",
+		"--data-dir", dir, "--log-level", "warn")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("matchd --demo --demo-exit: %v\n%s", err, stderr.String())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "admin-token"))
+	if err != nil {
+		t.Fatalf("the generated admin token is not in the data directory: %v", err)
+	}
+	token := strings.TrimSpace(string(b))
+	if fi, err := os.Stat(filepath.Join(dir, "admin-token")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("admin token file mode: %v %v, want 0600", fi.Mode(), err)
+	}
+	if len(token) < 16 || strings.Contains(stdout.String(), token) || strings.Contains(stderr.String(), token) {
+		t.Fatalf("the admin token %q is in the output:\n%s\n%s", token, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "demo match") {
+		t.Fatalf("the demo did not finish its match:\n%s", stdout.String())
+	}
 }
