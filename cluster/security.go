@@ -131,6 +131,31 @@ func ParseGossipKeys(text string) ([][]byte, error) {
 	return keys, nil
 }
 
+// Identity names the cluster this Security belongs to: one fingerprint per
+// gossip key, SHA-256 of the cluster name and the key (one of the name alone
+// without keys). Members record it in their shared database, so that a
+// member of another cluster, which has other keys, refuses to start on it
+// (clusterkeys.CheckIdentity). Fingerprints reveal nothing of the keys.
+func (s Security) Identity(clusterName string) ([][]byte, error) {
+	keys, err := s.loadGossipKeys()
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		keys = [][]byte{nil}
+	}
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		h := sha256.New()
+		h.Write([]byte("matchgrain cluster identity v1\x00"))
+		h.Write([]byte(clusterName))
+		h.Write([]byte{0})
+		h.Write(k)
+		out[i] = h.Sum(nil)
+	}
+	return out, nil
+}
+
 // KeyFingerprint names a key in logs without revealing it: the first 8 hex
 // digits of its SHA-256.
 func KeyFingerprint(k []byte) string {

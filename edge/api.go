@@ -114,6 +114,11 @@ func (s *Server) serveRoute(rt route, w http.ResponseWriter, r *http.Request) in
 		WriteError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use "+rt.method)
 		return http.StatusMethodNotAllowed
 	}
+	if rt.name != "healthz" && rt.name != "metrics" && s.notAdmitted() != nil {
+		w.Header().Set("Retry-After", "5")
+		WriteError(w, http.StatusServiceUnavailable, "not_admitted", "this node is not part of its cluster; try another")
+		return http.StatusServiceUnavailable
+	}
 	if rt.auth && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="matchgrain"`)
 		WriteError(w, http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token")
@@ -143,7 +148,19 @@ func (s *Server) authorized(r *http.Request) bool {
 	return match == 1
 }
 
+// notAdmitted returns why this node is not part of its cluster, or nil.
+func (s *Server) notAdmitted() error {
+	if s.cfg.Admitted == nil {
+		return nil
+	}
+	return s.cfg.Admitted()
+}
+
 func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) int {
+	if err := s.notAdmitted(); err != nil {
+		WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not_admitted", "reason": err.Error()})
+		return http.StatusServiceUnavailable
+	}
 	if s.isDraining() {
 		WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
 		return http.StatusServiceUnavailable

@@ -148,6 +148,11 @@ type Config struct {
 	// (matchd uses the store's used tickets). Nil: a record in this
 	// process only, enough for one edge.
 	UseOnce func(ctx context.Context, id string, expires time.Time, claimant string) error
+	// Admitted, if set, says whether this node is part of its cluster
+	// (cluster.Node.Admitted): while it returns an error the edge serves no
+	// player (/game and /api/* answer 503 not_admitted, TCP connections are
+	// closed at once) and /healthz answers 503 {"status":"not_admitted"}.
+	Admitted func() error
 	// Admin, if set, serves every path under AdminPrefix (/api/admin/),
 	// GET only, to holders of the admin token: the edge checks the token
 	// exactly as on its own admin routes (matchd mounts ops.Handler here).

@@ -203,6 +203,10 @@ func (s *Server) ServeTCP(l net.Listener) error {
 			continue
 		}
 		delay = 0
+		if s.notAdmitted() != nil {
+			_ = c.Close() // a node outside its cluster serves no player
+			continue
+		}
 		s.startSession(newTCPTransport(c))
 	}
 }

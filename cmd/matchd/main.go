@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"github.com/matchgrain/matchgrain/actors"
 	"github.com/matchgrain/matchgrain/actors/envelope"
 	"github.com/matchgrain/matchgrain/cluster"
+	"github.com/matchgrain/matchgrain/clusterkeys"
 	"github.com/matchgrain/matchgrain/edge"
 	"github.com/matchgrain/matchgrain/edge/grains"
 	"github.com/matchgrain/matchgrain/game"
@@ -325,6 +327,15 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 			log.Warn("close store", "err", err)
 		}
 	}()
+	// Before joining: a member of another cluster must not start on this
+	// cluster's database (it would claim that cluster's matches).
+	identity, err := o.security.Identity(o.clusterName)
+	if err != nil {
+		return fmt.Errorf("cluster identity: %w", err)
+	}
+	if err := clusterkeys.CheckIdentity(ctx, store, identity); err != nil {
+		return fmt.Errorf("refusing to start: %w", err)
+	}
 
 	var node *cluster.Node
 	var kinds []*pcluster.Kind
@@ -353,7 +364,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 				case node.Unsettled():
 					return errors.New("this process was stalled moments ago; its view of the cluster may be stale")
 				}
-				return nil
+				return node.Admitted()
 			},
 			Owns: func(id string) bool { return node.OwnerAddress(id, actors.MatchKind) == node.Self() },
 		})
@@ -382,14 +393,20 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		return err
 	}
 
-	sec, err := loadSecrets(ctx, o, store, log)
+	ticketKey, err := hex.DecodeString(o.ticketKey)
+	if err != nil {
+		node.Kill()
+		return fmt.Errorf("ticket-key must be hex: %w", err)
+	}
+	sec, err := clusterkeys.Load(ctx, clusterkeys.Options{AdminToken: o.adminToken, TicketKey: ticketKey, DataDir: o.dataDir,
+		TicketTTL: o.ticketTTL, Refresh: o.secretsRefresh, Rotation: o.ticketKeyRotation, Logger: log}, store)
 	if err != nil {
 		node.Kill()
 		return err
 	}
-	adminToken := sec.adminToken
+	adminToken := sec.AdminToken
 	srv, err := edge.New(edge.Config{
-		TicketKey: sec.ticketKey, TicketPreviousKeys: sec.ticketAccept, TicketTTL: o.ticketTTL, AdminToken: adminToken, Decks: deckInfos,
+		TicketKey: sec.TicketKey, TicketPreviousKeys: sec.TicketAccept, TicketTTL: o.ticketTTL, AdminToken: adminToken, Decks: deckInfos,
 		HelloTimeout: o.helloTimeout, HeartbeatIdle: o.hbIdle, HeartbeatTimeout: o.hbTimeout, RequestTimeout: o.requestTimeout,
 		NoReaderParking: !o.parkReaders,
 		AllowedOrigins:  splitList(o.origins), Logger: log, Registry: registry,
@@ -402,6 +419,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 			}
 			return err
 		},
+		Admitted: node.Admitted,
 		Admin: ops.Handler(ops.Deps{Node: node, Store: store, Rules: actors.GameRules{}, Timing: o.timing,
 			Status: gw.Status, Takeovers: grainMetrics.RecentTakeovers, Logger: log}),
 		Fallback:            web.Handler(),
@@ -478,9 +496,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	if rs, ok := store.(persistence.Retention); ok && o.retentionAfter > 0 {
 		go pruneFinished(ctx, rs, o.retentionAfter, o.retentionInterval, log)
 	}
-	if sec.shared != nil {
-		go refreshTicketKeys(ctx, o, sec, srv.Tickets(), log)
-	}
+	go sec.RefreshTicketKeys(ctx, srv.Tickets().SetKeys)
 	debugAddr := ""
 	if o.debugListen != "" {
 		debugAddr, err = startDebug(ctx, o.debugListen, log)
@@ -497,7 +513,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 
 	if o.demo {
 		go func() {
-			if err := runDemo(ctx, "http://"+httpLn.Addr().String(), adminToken, sec.adminTokenAt, o.demoDelay, o.demoExit, log); err != nil {
+			if err := runDemo(ctx, "http://"+httpLn.Addr().String(), adminToken, sec.AdminTokenAt, o.demoDelay, o.demoExit, log); err != nil {
 				errc <- err
 			}
 		}()

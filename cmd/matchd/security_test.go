@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/matchgrain/matchgrain/cluster/clustertest"
 	"github.com/matchgrain/matchgrain/ops"
+	"github.com/matchgrain/matchgrain/persistence/pgtest"
 )
 
 // exposedIP returns an address of this machine other than loopback, or
@@ -169,4 +171,71 @@ func TestNoSecretOnStdout(t *testing.T) {
 	if !strings.Contains(stdout.String(), "demo match") {
 		t.Fatalf("the demo did not finish its match:\n%s", stdout.String())
 	}
+}
+
+// TestForeignMemberServesNothing is attack 3 of issue 41: a member of
+// another cluster (another gossip key) on this cluster's database refuses
+// to start, since the database records the cluster's identity; the same
+// member without the database is refused at join and then serves no player
+// and says so on /healthz, while the cluster's own members stay healthy. A
+// member with the cluster's key starts on the database (the control).
+func TestForeignMemberServesNothing(t *testing.T) {
+	schema := pgtest.NewSchema(t)
+	db := []string{"--database-url", pgtest.URL(t), "--database-schema", schema, "--cluster-name", "identity"}
+	key := func() string {
+		k := make([]byte, 32)
+		if _, err := rand.Read(k); err != nil {
+			t.Fatal(err)
+		}
+		return base64.StdEncoding.EncodeToString(k)
+	}
+	ours, theirs := key(), key()
+	t.Setenv("MATCHD_GOSSIP_KEY", ours)
+	a := startProc(t, "a", db...)
+
+	t.Setenv("MATCHD_GOSSIP_KEY", theirs)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, matchdBin(t), append([]string{"--node-name", "foreign", "--gossip-addr", "127.0.0.1:0",
+		"--remote-addr", "127.0.0.1:0", "--listen", "127.0.0.1:0", "--admin-token", testAdminToken, "--join", a.gossip}, db...)...)
+	out, err := cmd.CombinedOutput()
+	if err == nil || cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "another cluster") {
+		t.Fatalf("a member of another cluster on this database: %v, want exit status 1 naming the other cluster\n%s", err, out)
+	}
+
+	refused := startProc(t, "refused", "--data-dir", t.TempDir(), "--cluster-name", "identity", "--join", a.gossip)
+	health := func(p *proc) (int, string) {
+		resp, err := http.Get("http://" + p.http + "/healthz")
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	clustertest.Eventually(t, 30*time.Second, 100*time.Millisecond, func() error {
+		if code, body := health(refused); code != http.StatusServiceUnavailable || !strings.Contains(body, "not_admitted") {
+			return fmt.Errorf("refused member's /healthz: %d %s", code, body)
+		}
+		return nil
+	})
+	req, err := http.NewRequest("POST", "http://"+refused.http+"/api/matches", strings.NewReader(`{"players":[{"name":"a","deck":"S1"},{"name":"b","deck":"S2"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("refused member created a match: %d", resp.StatusCode)
+	}
+	if code, body := health(a); code != http.StatusOK {
+		t.Fatalf("the cluster's member: %d %s", code, body)
+	}
+
+	t.Setenv("MATCHD_GOSSIP_KEY", ours)
+	startProc(t, "b", append(db, "--join", a.gossip)...)
 }
