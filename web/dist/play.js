@@ -132,7 +132,14 @@ function game(link) {
   };
   const proto = location.protocol === "https:" ? "wss:" : "ws:";
   const url = `${proto}//${location.host}/game`;
-  const ticket = async () => (await api("/api/play/tickets", { matchId: link.matchId, seat: link.seat, seatKey: link.key })).ticket;
+  const ticket = async () => {
+    const r = await api("/api/play/tickets", { matchId: link.matchId, seat: link.seat, seatKey: link.key });
+    if (r.seatKey && r.seatKey !== link.key) {
+      link.key = r.seatKey;
+      history.replaceState(null, "", `#${new URLSearchParams({ m: link.matchId, s: String(link.seat), k: link.key })}`);
+    }
+    return r.ticket;
+  };
   const onFrame = (f) => handleFrame(st, f);
   Session.start(
     {

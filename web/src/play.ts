@@ -209,8 +209,16 @@ function game(link: SeatLink): void {
 
   const proto = location.protocol === "https:" ? "wss:" : "ws:";
   const url = `${proto}//${location.host}/game`;
-  const ticket = async () =>
-    (await api<{ ticket: string }>("/api/play/tickets", { matchId: link.matchId, seat: link.seat, seatKey: link.key })).ticket;
+  // The answer carries the seat key signed with the current ticket key:
+  // keeping it keeps the seat across a ticket-key rotation.
+  const ticket = async () => {
+    const r = await api<{ ticket: string; seatKey?: string }>("/api/play/tickets", { matchId: link.matchId, seat: link.seat, seatKey: link.key });
+    if (r.seatKey && r.seatKey !== link.key) {
+      link.key = r.seatKey;
+      history.replaceState(null, "", `#${new URLSearchParams({ m: link.matchId, s: String(link.seat), k: link.key })}`);
+    }
+    return r.ticket;
+  };
 
   const onFrame = (f: ServerFrame) => handleFrame(st, f);
   Session.start(
