@@ -49,13 +49,13 @@ fuzz-smoke:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeServerFrame -fuzztime $(FUZZTIME) ./protocol
 	$(GO) test -run '^$$' -fuzz FuzzFrameReader -fuzztime $(FUZZTIME) ./protocol
 	$(GO) test -run '^$$' -fuzz FuzzUnmarshalState -fuzztime $(FUZZTIME) ./game
-	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./actors/envelope
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./cluster/envelope
 	$(GO) test -run '^$$' -fuzz FuzzDecodeEmbedded -fuzztime $(FUZZTIME) ./persistence
 	$(GO) test -run '^$$' -fuzz FuzzTicketVerify -fuzztime $(FUZZTIME) ./edge
 
 ## bench: codec, engine and store benchmarks (PostgreSQL started for the store).
 bench:
-	deploy/pg-throwaway.sh run -- $(GO) test -run '^$$' -bench . -benchmem ./protocol ./game ./persistence ./edge ./cluster ./actors/envelope
+	deploy/pg-throwaway.sh run -- $(GO) test -run '^$$' -bench . -benchmem ./protocol ./game ./persistence ./edge ./cluster ./cluster/envelope
 
 ## chaos-smoke: the multi-process kill tests only (cluster and cmd/), verbose.
 chaos-smoke:

@@ -2,10 +2,10 @@ package actors
 
 import (
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/matchgrain/matchgrain/game/botpolicy"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -18,7 +18,8 @@ import (
 // path a player's intent takes: same legality checks, durable append before
 // anything is sent, one writer. The choice is a pure function of the match
 // seed, the seat and the command-log position, so an activation that takes
-// over a match mid-decision makes the same choice the old one would have.
+// over a match mid-decision makes the same choice the old one would have
+// (game/botpolicy).
 
 // legalLister is the part of game.Engine the bot needs; an engine without it
 // falls back on the legal intents of its view.
@@ -73,9 +74,9 @@ func (g *grain) botAct(ctx actor.Context, now int64) {
 	}
 }
 
-// botChoice picks the bot's intent: a weighted choice among the legal
-// commands (never Concede), from a generator seeded by the match seed, the
-// seat and the next log position.
+// botChoice picks the bot's intent with the one bot policy (game/botpolicy),
+// among the legal commands, from the generator of the seat and the next
+// log position.
 func (g *grain) botChoice(seat int) protocol.Intent {
 	var legal []protocol.Intent
 	if l, ok := g.engine.(legalLister); ok {
@@ -83,60 +84,5 @@ func (g *grain) botChoice(seat int) protocol.Intent {
 	} else {
 		legal = g.engine.View(seat).LegalIntents
 	}
-	rng := rand.New(rand.NewPCG(g.meta.Seed, uint64(g.logSeq+1)<<1|uint64(seat)))
-	total := 0
-	weights := make([]int, len(legal))
-	for i, in := range legal {
-		weights[i] = botWeight(in)
-		total += weights[i]
-	}
-	if total == 0 {
-		return nil
-	}
-	r := rng.IntN(total)
-	for i, w := range weights {
-		if r < w {
-			return legal[i]
-		}
-		r -= w
-	}
-	return nil
-}
-
-// botWeight makes random play purposeful enough to end: ride, call and
-// attack are preferred to passing, boosts to plain attacks (the same policy
-// as the test bots of client/bots).
-func botWeight(in protocol.Intent) int {
-	switch in := in.(type) {
-	case protocol.Concede:
-		return 0
-	case protocol.FinishMulligan:
-		return 8
-	case protocol.Ride:
-		return 20
-	case protocol.Call:
-		return 4
-	case protocol.ActivateAbility:
-		return 2
-	case protocol.EnterBattle:
-		return 6
-	case protocol.Attack:
-		if in.BoosterSlot != nil {
-			return 10
-		}
-		return 6
-	case protocol.Guard:
-		return 2
-	case protocol.PassGuard:
-		return 3
-	case protocol.ResolveAbility:
-		if in.Accept {
-			return 3
-		}
-		return 1
-	case protocol.EndTurn:
-		return 2
-	default:
-		return 1
-	}
+	return botpolicy.Choose(legal, botpolicy.Source(g.meta.Seed, g.logSeq+1, seat))
 }

@@ -25,7 +25,7 @@
 // interface that cluster/ satisfies.
 //
 // Messages between edge and grain are plain Go structs carried through
-// protoactor remote inside the msgpack envelope of actors/envelope; the
+// protoactor remote inside the msgpack envelope of cluster/envelope; the
 // grain pushes frames already encoded per seat (protocol bytes), so the edge
 // never re-encodes and never sees another seat's data.
 package actors

@@ -17,7 +17,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/matchgrain/matchgrain/actors/envelope"
+	"github.com/matchgrain/matchgrain/cluster/envelope"
 	"github.com/matchgrain/matchgrain/internal/deadline"
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/protocol"
@@ -210,7 +210,7 @@ func (g *Gateway) MatchExists(ctx context.Context, matchID string) (bool, error)
 // (timeouts, a grain that is moving) with jittered backoff until ctx ends.
 // The first attempt's success is handled here and everything else in
 // callAgain, so that the frame every edge reader carries while it waits for
-// its grain stays small (docs/performance.md, "a reader's stack").
+// its grain stays small (docs/performance.md §4, "A reader's frames stay small").
 func (g *Gateway) call(ctx context.Context, matchID string, msg any) (*Reply, error) {
 	res, err := g.attempt(ctx, matchID, msg)
 	if err == nil {
@@ -545,8 +545,8 @@ func (s *Seat) Close(leave bool) {
 // interval: pinging every match at one tick made a burst of one goroutine
 // and one grain request per match (5,000 at once every 2 s at 5,000
 // matches) that everything else queued behind for tens of milliseconds,
-// the node's whole latency tail at that size (docs/performance.md, round of
-// 2026-12-06, "Many matches at a card game's pace"). A match keeps its
+// the node's whole latency tail at that size (docs/performance.md §4,
+// "Keep-alives spread over the interval"). A match keeps its
 // slot, so its seats are still pinged exactly once per interval.
 
 // keepAliveMaxSlots and keepAliveMinTick bound the slots of an interval:

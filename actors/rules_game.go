@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/matchgrain/matchgrain/game"
+	"github.com/matchgrain/matchgrain/game/catalog"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -15,18 +16,20 @@ type GameRules struct{}
 
 var _ Rules = GameRules{}
 
-// RulesRevision numbers the behaviour of the rules engine. Bump it with any
-// change that can make one log replay into other events: matches pin the
-// version they were created with (Versioned).
+// RulesRevision numbers the behaviour of the rules engine and of the bot
+// policy (game/botpolicy). Bump it with any change that can make one log
+// replay into other events, or a bot seat choose otherwise at the same log
+// position: matches pin the version they were created with (Versioned), and
+// TestBotPolicyPinnedToRulesRevision holds the policy to the revision.
 const RulesRevision = 1
 
 // gameRulesVersion is "rules/<revision>+catalog/<hash>": the catalog part
 // changes by itself whenever a printing or a deck list changes.
 var gameRulesVersion = func() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%+v\n%+v\n", game.Printings(), game.Decks())
-	for _, d := range game.Decks() {
-		l, _ := game.DeckList(d.ID) // ids from Decks exist
+	fmt.Fprintf(h, "%+v\n%+v\n", catalog.Printings(), catalog.Decks())
+	for _, d := range catalog.Decks() {
+		l, _ := catalog.DeckList(d.ID) // ids from Decks exist
 		fmt.Fprintf(h, "%s:%v\n", d.ID, l)
 	}
 	return fmt.Sprintf("rules/%d+catalog/%s", RulesRevision, hex.EncodeToString(h.Sum(nil))[:12])
@@ -39,7 +42,7 @@ func (GameRules) Version() string { return gameRulesVersion }
 func (GameRules) New(seed uint64, decks [2]string) (Engine, []protocol.EventEnvelope, error) {
 	var lists [2][]string
 	for i, id := range decks {
-		l, err := game.DeckList(game.DeckID(id))
+		l, err := catalog.DeckList(catalog.DeckID(id))
 		if err != nil {
 			return nil, nil, err
 		}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/matchgrain/matchgrain/actors/envelope"
+	"github.com/matchgrain/matchgrain/cluster/envelope"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 

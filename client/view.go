@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"slices"
 
-	"github.com/matchgrain/matchgrain/game"
+	"github.com/matchgrain/matchgrain/game/catalog"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -14,7 +14,7 @@ import (
 // movement events, phase and turn from TurnStarted and PhaseStarted, and
 // everything the rules derive (decider, pending decision, legal intents,
 // trigger, battle, unit power, critical and rest state) from the Decision
-// that ends every batch. Card stats come from the catalog (game.Printings).
+// that ends every batch. Card stats come from the catalog (catalog.Printings).
 type viewState struct {
 	v protocol.MatchView
 	// damage is each player's damage zone in order with face states; the
@@ -93,7 +93,7 @@ func clonePtr[T any](p *T) *T {
 // cardView is a face-up card outside the circles, as the catalog prints it.
 func cardView(r protocol.CardRef) protocol.CardView {
 	c := protocol.CardView{InstanceID: r.InstanceID, PrintingID: r.PrintingID, FaceUp: true}
-	if pr, ok := game.LookupPrinting(r.PrintingID); ok {
+	if pr, ok := catalog.LookupPrinting(r.PrintingID); ok {
 		c.BasePower, c.Power, c.BaseCritical, c.Critical = pr.Power, pr.Power, pr.Critical, pr.Critical
 	}
 	return c

@@ -7,6 +7,7 @@ import (
 
 	"github.com/matchgrain/matchgrain/client"
 	"github.com/matchgrain/matchgrain/game"
+	"github.com/matchgrain/matchgrain/game/catalog"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -24,8 +25,8 @@ const (
 // instead of seq 0, as after a resync, and some games end by a server
 // decision (concession, timeout).
 func TestBoardKeepsTheWholeView(t *testing.T) {
-	s1, _ := game.DeckList(game.DeckEmberwing)
-	s2, _ := game.DeckList(game.DeckTidewarden)
+	s1, _ := catalog.DeckList(catalog.DeckEmberwing)
+	s2, _ := catalog.DeckList(catalog.DeckTidewarden)
 	decks := [][]string{s1, s2}
 	batches, games := 0, boardGames
 	if raceEnabled {

@@ -24,7 +24,7 @@
 //     heartbeat expiry is pushed far behind it.
 //   - Node.Request wraps protoactor's cluster Request with a jittered
 //     exponential retry bounded by the caller's context, envelope wrapping
-//     of plain Go values (actors/envelope), and re-sending when a member
+//     of plain Go values (cluster/envelope), and re-sending when a member
 //     leaves mid-attempt.
 //   - Node.OwnerAddress says which member owns an identity in this member's
 //     view; Reclaimer uses it to wake the grains this member owns that a

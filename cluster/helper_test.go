@@ -15,9 +15,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 
-	"github.com/matchgrain/matchgrain/actors/envelope"
 	"github.com/matchgrain/matchgrain/cluster"
 	"github.com/matchgrain/matchgrain/cluster/clustertest"
+	"github.com/matchgrain/matchgrain/cluster/envelope"
 )
 
 // The test grain: a counter keyed by identity that answers Inc and Get with

@@ -13,8 +13,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 
-	"github.com/matchgrain/matchgrain/actors/envelope"
 	"github.com/matchgrain/matchgrain/cluster"
+	"github.com/matchgrain/matchgrain/cluster/envelope"
 )
 
 // In-process tests with a single member: pure logic only (docs/cluster.md §6:

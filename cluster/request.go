@@ -14,7 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/matchgrain/matchgrain/actors/envelope"
+	"github.com/matchgrain/matchgrain/cluster/envelope"
 )
 
 // Errors returned by Node.Request.
@@ -69,7 +69,7 @@ func (n *Node) Request(ctx context.Context, identity, kind string, msg any) (any
 	// The first attempt here, the rest in retry: the frames of this whole
 	// chain sit on the stack of every edge reader waiting for its grain's
 	// reply, and the retry loop's locals would make this one twice as large
-	// (docs/performance.md, "a reader's stack").
+	// (docs/performance.md §4, "A reader's frames stay small").
 	if n.stopped.Load() || ctx.Err() != nil {
 		return n.retry(ctx, identity, kind, wire, 0, nil)
 	}
@@ -232,8 +232,8 @@ func putTimer(t *time.Timer) {
 
 // localFailed drops the cached PID of a local grain that did not answer.
 // Kept out of attemptLocal, whose frame every waiting reader carries: the
-// error's formatting would take its room there (docs/performance.md, "a
-// reader's stack").
+// error's formatting would take its room there (docs/performance.md §4,
+// "A reader's frames stay small").
 //
 //go:noinline
 func (n *Node) localFailed(identity, kind string, cause error) (any, bool, error) {

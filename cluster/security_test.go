@@ -22,9 +22,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
-	"github.com/matchgrain/matchgrain/actors/envelope"
 	"github.com/matchgrain/matchgrain/cluster"
 	"github.com/matchgrain/matchgrain/cluster/clustertest"
+	"github.com/matchgrain/matchgrain/cluster/envelope"
 )
 
 func keysHandler(_ context.Context, n *cluster.Node, _ string) (string, error) {

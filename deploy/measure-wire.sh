@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # measure-wire.sh compares two builds of matchd + matchctl on the wire cost
-# of an accepted intent (docs/performance.md, "Wire cost per intent"): for
+# of an accepted intent (docs/performance.md §3.3 and §4): for
 # each build it starts one matchd node on a throwaway PostgreSQL, plays
 # `matchctl load --matches N --concurrency N` and reads the node's counters
 # (/metrics) and CPU time (/proc) around the run: frames and bytes written

@@ -38,6 +38,7 @@ type newMatchesFunc func(t testing.TB) edge.Matches
 type harness struct {
 	t       testing.TB
 	srv     *edge.Server
+	hs      *http.Server // serves srv's handler
 	matches edge.Matches
 	httpURL string
 	wsURL   string
@@ -61,7 +62,7 @@ func newHarness(t testing.TB, newMatches newMatchesFunc, mod func(*edge.Config))
 			mod(c)
 		}
 	})
-	return &harness{t: t, srv: s.Edge, matches: matches, httpURL: s.HTTPURL, wsURL: s.WSURL, tcpAddr: s.TCPAddr}
+	return &harness{t: t, srv: s.Edge, hs: s.HTTP, matches: matches, httpURL: s.HTTPURL, wsURL: s.WSURL, tcpAddr: s.TCPAddr}
 }
 
 // testLogWriter sends the edge's log lines to the test log (shown with -v or

@@ -3,6 +3,7 @@ package game
 import (
 	"strconv"
 
+	"github.com/matchgrain/matchgrain/game/catalog"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -139,7 +140,7 @@ func (e *Engine) applyEffect(p int, a activation, opt int) {
 	ev := &protocol.AbilityResolvedEvent{Player: p, Source: e.ref(a.source), AbilityKey: a.key, Outcome: protocol.OutcomeResolved}
 	switch a.key {
 	case protocol.AbilityRiddenUpon:
-		if ab.ridden == RiddenDraw1 {
+		if ab.ridden == catalog.RiddenDraw1 {
 			e.draw(p, 1)
 		} else {
 			e.soulCharge(p, 1)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/matchgrain/matchgrain/game/catalog"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -21,16 +22,16 @@ type table struct {
 // newTable starts a match S1 (player 0) vs S2 (player 1) past the mulligans.
 func newTable(t *testing.T, seed uint64) *table {
 	t.Helper()
-	return newTableDecks(t, seed, DeckEmberwing, DeckTidewarden)
+	return newTableDecks(t, seed, catalog.DeckEmberwing, catalog.DeckTidewarden)
 }
 
-func newTableDecks(t *testing.T, seed uint64, d0, d1 DeckID) *table {
+func newTableDecks(t *testing.T, seed uint64, d0, d1 catalog.DeckID) *table {
 	t.Helper()
-	a, err := DeckList(d0)
+	a, err := catalog.DeckList(d0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := DeckList(d1)
+	b, err := catalog.DeckList(d1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func (tb *table) deckTop(p int, ids ...string) {
 	pl := &tb.e.pl[p]
 	pl.deck = append(top, pl.deck...)
 	// Keep the zone's own backing array: copy back into a capped slice.
-	d := make([]uint8, len(pl.deck), DeckSize)
+	d := make([]uint8, len(pl.deck), catalog.DeckSize)
 	copy(d, pl.deck)
 	pl.deck = d
 }

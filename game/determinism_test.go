@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/matchgrain/matchgrain/game/catalog"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -233,8 +234,8 @@ func TestSetupVector(t *testing.T) {
 	var deck [2][]uint8
 	for p, list := range decksFor(0) {
 		for k, pid := range list {
-			id := ids[p*DeckSize+k]
-			if pr, _ := LookupPrinting(pid); !pr.Starter {
+			id := ids[p*catalog.DeckSize+k]
+			if pr, _ := catalog.LookupPrinting(pid); !pr.Starter {
 				deck[p] = append(deck[p], id)
 			}
 		}

@@ -3,6 +3,7 @@ package game
 import (
 	"fmt"
 
+	"github.com/matchgrain/matchgrain/game/catalog"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -13,11 +14,11 @@ const eventsCap = 16
 // New validates both deck lists (docs/rules.md §1 (D2)), sets the match up (docs/rules.md §3) and
 // returns the engine with its first events: GameStarted (seq 1), the opening
 // draws and everything up to the first decision (the first player's mulligan).
-// decks[p] is player p's list of printing ids (see DeckList). The error wraps
+// decks[p] is player p's list of printing ids (see catalog.DeckList). The error wraps
 // ErrInvalidDeck.
 func New(seed uint64, decks [2][]string) (*Engine, []protocol.EventEnvelope, error) {
 	for p, list := range decks {
-		if err := ValidateDeck(list); err != nil {
+		if err := catalog.ValidateDeck(list); err != nil {
 			return nil, nil, fmt.Errorf("player %d: %w", p, err)
 		}
 	}
@@ -40,7 +41,7 @@ func New(seed uint64, decks [2][]string) (*Engine, []protocol.EventEnvelope, err
 		for _, pid := range list {
 			id := ids[k]
 			k++
-			pr, _ := lookupPrinting(pid) // known: ValidateDeck passed
+			pr, _ := lookupPrinting(pid) // known: catalog.ValidateDeck passed
 			e.cards[id] = card{pr: pr, flags: ownerFlag(p) | flagFaceUp}
 			if printings[pr].Starter {
 				pl.vc = id
@@ -69,10 +70,10 @@ func New(seed uint64, decks [2][]string) (*Engine, []protocol.EventEnvelope, err
 // deck, so zone slices never alias and never grow during a match.
 func (e *Engine) allocZones() {
 	const zones = 6
-	buf := make([]uint8, 2*zones*DeckSize)
+	buf := make([]uint8, 2*zones*catalog.DeckSize)
 	next := func() []uint8 {
-		s := buf[:0:DeckSize]
-		buf = buf[DeckSize:]
+		s := buf[:0:catalog.DeckSize]
+		buf = buf[catalog.DeckSize:]
 		return s
 	}
 	for p := range e.pl {

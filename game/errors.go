@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/matchgrain/matchgrain/game/catalog"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -16,10 +17,9 @@ var (
 	ErrNotYourTurn = errors.New("game: not your turn")
 	// ErrMatchFinished: the match has ended; no command is accepted.
 	ErrMatchFinished = errors.New("game: match finished")
-	// ErrInvalidDeck: a deck list breaks the construction rules (docs/rules.md §1 (D2)).
-	ErrInvalidDeck = errors.New("game: invalid deck")
-	// ErrUnknownDeck: no starter deck has the requested id.
-	ErrUnknownDeck = errors.New("game: unknown deck")
+	// ErrInvalidDeck: a deck list breaks the construction rules
+	// (docs/rules.md §1 (D2)); the catalog's own error, which New returns.
+	ErrInvalidDeck = catalog.ErrInvalidDeck
 	// ErrBadState: MarshalState bytes are corrupt, truncated or of an unknown version.
 	ErrBadState = errors.New("game: bad state")
 )

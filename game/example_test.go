@@ -4,14 +4,15 @@ import (
 	"fmt"
 
 	"github.com/matchgrain/matchgrain/game"
+	"github.com/matchgrain/matchgrain/game/catalog"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
 // A match from setup to the first turn: both players keep their hands, then
 // the first player (drawn from the seed) rides.
 func Example() {
-	s1, _ := game.DeckList(game.DeckEmberwing)
-	s2, _ := game.DeckList(game.DeckTidewarden)
+	s1, _ := catalog.DeckList(catalog.DeckEmberwing)
+	s2, _ := catalog.DeckList(catalog.DeckTidewarden)
 	e, events, err := game.New(7, [2][]string{s1, s2})
 	if err != nil {
 		panic(err)

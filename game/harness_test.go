@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/matchgrain/matchgrain/game/catalog"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -41,10 +42,10 @@ type gameStats struct {
 
 // decksFor picks the deck pairing of a seed: both mirrors and both orders.
 func decksFor(seed uint64) [2][]string {
-	ids := [2]DeckID{DeckEmberwing, DeckTidewarden}
+	ids := [2]catalog.DeckID{catalog.DeckEmberwing, catalog.DeckTidewarden}
 	var d [2][]string
 	for p := range d {
-		d[p], _ = DeckList(ids[(seed>>uint(p))&1])
+		d[p], _ = catalog.DeckList(ids[(seed>>uint(p))&1])
 	}
 	return d
 }
@@ -569,7 +570,7 @@ func driveTotal(a *attackFacts) int {
 }
 
 func gradeOf(printingID string) int {
-	p, ok := LookupPrinting(printingID)
+	p, ok := catalog.LookupPrinting(printingID)
 	if !ok {
 		return -1
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/matchgrain/matchgrain/game/catalog"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -776,7 +777,7 @@ func TestActAbilities(t *testing.T) {
 		tb.reject(0, protocol.ActivateAbility{InstanceID: int(src), DiscardPrintingID: sp("S1-002")}, ErrIllegal)
 	})
 	t.Run("A9 soul blast 2, vanguard only", func(t *testing.T) {
-		tb := newTableDecks(t, 24, DeckTidewarden, DeckEmberwing)
+		tb := newTableDecks(t, 24, catalog.DeckTidewarden, catalog.DeckEmberwing)
 		tb.vanguard(0, "S2-015")
 		src := tb.e.pl[0].vc
 		rg := tb.rear(0, 3, "S2-015")
@@ -810,7 +811,7 @@ func TestGrade3PowerFollowsTheVanguard(t *testing.T) {
 }
 
 func TestFrontTrigger(t *testing.T) {
-	tb := newTableDecks(t, 26, DeckTidewarden, DeckEmberwing)
+	tb := newTableDecks(t, 26, catalog.DeckTidewarden, catalog.DeckEmberwing)
 	tb.vanguard(0, "S2-010")
 	tb.rear(0, 3, "S2-013")
 	tb.rear(0, 1, "S2-007")

@@ -11,10 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/matchgrain/matchgrain/game/catalog"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden outputs in testdata/ (scripts) and docs/rules.md (catalog)")
+var update = flag.Bool("update", false, "rewrite the golden outputs in testdata/ (scripts)")
 
 // Scripted games in testdata/*.txt, in the data-driven style of etcd-raft:
 // each block is a directive, a line "----", and the expected output up to a
@@ -162,7 +163,7 @@ func (s *scriptRun) exec(directive string) ([]string, error) {
 			if p > 1 {
 				return nil, errors.New("decks: two ids")
 			}
-			if lists[p], err = DeckList(DeckID(id)); err != nil {
+			if lists[p], err = catalog.DeckList(catalog.DeckID(id)); err != nil {
 				return nil, err
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/matchgrain/matchgrain/game/catalog"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -215,7 +216,7 @@ func UnmarshalState(data []byte) (*Engine, error) {
 	for p := range e.pl {
 		pl := &e.pl[p]
 		for _, z := range [...]*[]uint8{&pl.deck, &pl.hand, &pl.soul, &pl.gc, &pl.drop, &pl.damage} {
-			n := int(r.ranged("zone length", DeckSize+1))
+			n := int(r.ranged("zone length", catalog.DeckSize+1))
 			*z = append(*z, r.bytes(n, "zone")...)
 		}
 		pl.vc = r.byte("vanguard")
@@ -309,8 +310,8 @@ func (e *Engine) validate() error {
 				return err
 			}
 		}
-		if count[p] != DeckSize {
-			return fmt.Errorf("player %d has %d cards, want %d", p, count[p], DeckSize)
+		if count[p] != catalog.DeckSize {
+			return fmt.Errorf("player %d has %d cards, want %d", p, count[p], catalog.DeckSize)
 		}
 	}
 	if e.finished != (e.stage == stFinished) || e.finished != (e.phase == protocol.PhaseFinished) {

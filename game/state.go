@@ -1,13 +1,14 @@
 package game
 
 import (
+	"github.com/matchgrain/matchgrain/game/catalog"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
 // Card and slot numbers.
 const (
 	// maxCards is the number of physical cards in a match; instance ids are 1..maxCards.
-	maxCards = 2 * DeckSize
+	maxCards = 2 * catalog.DeckSize
 	// slotVC is the vanguard circle; 0..4 are the rear-guard circles.
 	slotVC = protocol.SlotVanguard
 	// slotNone is "no circle" in events (a card from hand, a guardian) and "no boost" inside the engine.
@@ -196,7 +197,7 @@ type Engine struct {
 	out []protocol.EventEnvelope // events of the call in progress
 }
 
-func (e *Engine) prOf(id uint8) *Printing { return &printings[e.cards[id].pr] }
+func (e *Engine) prOf(id uint8) *catalog.Printing { return &printings[e.cards[id].pr] }
 
 func (e *Engine) abOf(id uint8) *abilityData { return &abilities[e.cards[id].pr] }
 
@@ -329,7 +330,7 @@ func (e *Engine) handPrintings(p int, dst []uint8) []uint8 {
 
 // lookupPrinting is the catalog index of id (false if unknown).
 func lookupPrinting(id string) (uint8, bool) {
-	if len(id) > maxPrintingIDLen {
+	if len(id) > protocol.MaxPrintingIDLen {
 		return 0, false
 	}
 	i, ok := printingIndex[id]

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Benchmarks behind docs/performance.md, "## protocol codec":
+// Benchmarks behind docs/performance.md §3.3 (the protocol codec):
 //
 //	go test ./protocol -run '^$' -bench . -benchmem
 

@@ -7,7 +7,7 @@ import (
 	"net/http"
 
 	tsclient "github.com/matchgrain/matchgrain/clients/ts"
-	"github.com/matchgrain/matchgrain/game"
+	"github.com/matchgrain/matchgrain/game/catalog"
 )
 
 //go:embed dist
@@ -75,7 +75,7 @@ type card struct {
 
 func cardCatalog() []byte {
 	m := map[string]card{}
-	for _, p := range game.Printings() {
+	for _, p := range catalog.Printings() {
 		m[p.ID] = card{Name: p.Name, Grade: p.Grade, Power: p.Power, Shield: p.Shield, Trigger: int(p.Trigger), Sentinel: p.Sentinel}
 	}
 	b, err := json.Marshal(m)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/matchgrain/matchgrain/client"
+	"github.com/matchgrain/matchgrain/game/botpolicy"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -344,7 +345,7 @@ func (b *bot) decide() {
 	if seq < b.waitSeq {
 		return // the events of the bot's last intent are not in yet
 	}
-	in := b.choose(legal)
+	in := botpolicy.Choose(legal, b.rng)
 	if in == nil {
 		return // not the decider
 	}
@@ -393,73 +394,6 @@ func chaosDropPercent(in protocol.Intent) int {
 		}
 	}
 	return 3
-}
-
-// choose picks a legal intent, never Concede; nil when there is nothing
-// else (the other player decides).
-func (b *bot) choose(legal []protocol.Intent) protocol.Intent {
-	total := 0
-	weights := make([]int, len(legal))
-	for i, in := range legal {
-		weights[i] = weight(in)
-		total += weights[i]
-	}
-	if total == 0 {
-		return nil
-	}
-	r := b.rng.IntN(total)
-	for i, w := range weights {
-		if r < w {
-			return legal[i]
-		}
-		r -= w
-	}
-	return nil
-}
-
-// weight makes random play purposeful enough to end: ride, call and attack
-// are preferred to passing, boosts to plain attacks.
-func weight(in protocol.Intent) int {
-	switch in := in.(type) {
-	case protocol.Concede:
-		return 0
-	case protocol.Mulligan:
-		return 1
-	case protocol.FinishMulligan:
-		return 8
-	case protocol.Ride:
-		return 20
-	case protocol.SkipRide:
-		return 1
-	case protocol.Call:
-		return 4
-	case protocol.Move:
-		return 1
-	case protocol.ActivateAbility:
-		return 2
-	case protocol.EnterBattle:
-		return 6
-	case protocol.Attack:
-		if in.BoosterSlot != nil {
-			return 10
-		}
-		return 6
-	case protocol.Guard:
-		return 2
-	case protocol.Intercept:
-		return 1
-	case protocol.PassGuard:
-		return 3
-	case protocol.ResolveAbility:
-		if in.Accept {
-			return 3
-		}
-		return 1
-	case protocol.EndTurn:
-		return 2
-	default:
-		return 1
-	}
 }
 
 // Snapshot returns the latencies so far (unsorted) and the intent counts.

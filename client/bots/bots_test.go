@@ -29,16 +29,6 @@ func TestVerify(t *testing.T) {
 	}
 }
 
-func TestWeights(t *testing.T) {
-	b := &bot{}
-	if b.choose([]protocol.Intent{protocol.Concede{}}) != nil {
-		t.Fatal("a bot conceded")
-	}
-	if weight(protocol.Ride{}) <= weight(protocol.SkipRide{}) || weight(protocol.Attack{BoosterSlot: protocol.IntPtr(1)}) <= weight(protocol.EndTurn{}) {
-		t.Fatal("bots would rather pass than play")
-	}
-}
-
 func TestStallTimeout(t *testing.T) {
 	cases := []struct {
 		rate  float64

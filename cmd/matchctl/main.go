@@ -227,10 +227,3 @@ func cmdPlay(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "bot seed %d\n", c.botSeed)
 	return nil
 }
-
-// pct is the p-th percentile of sorted (nearest rank).
-func pct(sorted []time.Duration, p int) time.Duration {
-	i := (len(sorted)*p + 99) / 100
-	i = min(max(i-1, 0), len(sorted)-1)
-	return sorted[i].Round(time.Microsecond)
-}

@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/matchgrain/matchgrain/client/load"
 	"github.com/matchgrain/matchgrain/edge/edgetest"
 )
 
@@ -69,6 +73,29 @@ func TestLoad(t *testing.T) {
 		}
 	}
 	t.Log(out)
+}
+
+// TestLoadJSON: --json prints the report measure.sh reads, and
+// --cpu-profile writes a profile of the run.
+func TestLoadJSON(t *testing.T) {
+	srv := startServer(t)
+	profile := filepath.Join(t.TempDir(), "loadgen.pprof")
+	code, out, errOut := runCmd(t, "load", "--server", srv.HTTPURL, "--token", edgetest.AdminToken,
+		"--matches", "2", "--rate", "5", "--duration", "1s", "--json", "--metrics", "off", "--cpu-profile", profile)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	var r load.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out)
+	}
+	if r.Mode != "open" || r.Matches != 2 || r.RatePerMatch != 5 || r.Intents == 0 {
+		t.Errorf("report %+v", r)
+	}
+	// pprof's format is gzipped protobuf.
+	if b, err := os.ReadFile(profile); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("--cpu-profile wrote %d bytes (%v), want a gzipped pprof profile", len(b), err)
+	}
 }
 
 func TestUsageErrors(t *testing.T) {

@@ -441,7 +441,7 @@ func TestClusterTakeoverAcrossEdges(t *testing.T) {
 // kills). The bounds double that for the shared 2-core machine running the
 // suite, PostgreSQL and other work at once: under -race there, with a load
 // average near 30, 4 kills measured a median of 2.09 s and a worst of
-// 2.32 s (docs/performance.md).
+// 2.32 s (in docs/performance.md's history).
 const (
 	failoverMedianBound = 4 * time.Second
 	failoverWorstBound  = 10 * time.Second

@@ -19,6 +19,7 @@ import (
 
 	"github.com/matchgrain/matchgrain/client"
 	"github.com/matchgrain/matchgrain/client/bots"
+	"github.com/matchgrain/matchgrain/cluster/clustertest"
 	"github.com/matchgrain/matchgrain/persistence/pgtest"
 )
 
@@ -139,6 +140,7 @@ func TestChaosRollingRestart(t *testing.T) {
 		"--database-url", pgtest.URL(t), "--database-schema", schema,
 		"--cluster-name", "rolling-" + strconv.FormatInt(time.Now().UnixNano(), 36),
 		"--seat-keepalive", "200ms", "--reclaim-interval", "2s", "--drain-timeout", "10s",
+		"--log-level", "info", // topologyMembers reads the topology lines
 	}
 	procs := []*proc{startProc(t, "a", common...)}
 	procs = append(procs, startProc(t, "b", append(common, "--join", procs[0].gossip)...))
@@ -209,7 +211,19 @@ func TestChaosRollingRestart(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(2 * time.Second) // load running on every member
+	// Load running: every worker's match has an activation somewhere.
+	clustertest.Eventually(t, 60*time.Second, 50*time.Millisecond, func() error {
+		active := 0.0
+		for _, p := range procs {
+			if f := scrapeFamilies(t, p.http)["matchgrain_grains_active"]; f != nil && len(f.GetMetric()) == 1 {
+				active += f.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		if active < workers {
+			return fmt.Errorf("%v matches active, want %d", active, workers)
+		}
+		return nil
+	})
 
 	for i, victim := range procs {
 		lb.remove(victim.http)
@@ -232,8 +246,15 @@ func TestChaosRollingRestart(t *testing.T) {
 		watch.addProc(fresh)
 		procs[i] = fresh
 		lb.add(fresh.http)
-		// Let the members' views take the new member in before the next stop.
-		time.Sleep(2 * time.Second)
+		// The members' views take the new member in before the next stop.
+		clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
+			for _, p := range procs {
+				if n := p.topologyMembers(); n != len(procs) {
+					return fmt.Errorf("%s sees %d members, want %d", p.name, n, len(procs))
+				}
+			}
+			return nil
+		})
 	}
 	stop.Store(true)
 	waited := make(chan struct{})
@@ -304,6 +325,7 @@ func (rt retryCut) RoundTrip(r *http.Request) (*http.Response, error) {
 			r = r.Clone(r.Context())
 			r.Body = body
 		}
-		time.Sleep(100 * time.Millisecond) // the balancer drops the member meanwhile
+		// No pause: the member left the balancer's rotation before its
+		// SIGTERM, so the new connection goes to another one.
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -20,12 +19,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/matchgrain/matchgrain/actors"
-	"github.com/matchgrain/matchgrain/actors/envelope"
 	"github.com/matchgrain/matchgrain/cluster"
+	"github.com/matchgrain/matchgrain/cluster/envelope"
 	"github.com/matchgrain/matchgrain/clusterkeys"
 	"github.com/matchgrain/matchgrain/edge"
 	"github.com/matchgrain/matchgrain/edge/grains"
-	"github.com/matchgrain/matchgrain/game"
+	"github.com/matchgrain/matchgrain/game/catalog"
+	"github.com/matchgrain/matchgrain/internal/governor"
 	"github.com/matchgrain/matchgrain/ops"
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/web"
@@ -56,9 +56,9 @@ type options struct {
 	metricsListen string
 	adminPrevious string
 	debugListen   string
-	// gcQuietPercent is the gcGovernor's GOGC for a quiet node (0: off).
+	// gcQuietPercent is the GC governor's GOGC for a quiet node (0: off).
 	gcQuietPercent int
-	// procGovernor turns on the procGovernor (one processor while the node is light).
+	// procGovernor turns on the Proc governor (one processor while the node is light).
 	procGovernor bool
 	// publicCreates and publicCreatesGlobal bound public match creation
 	// per minute, per client address (IPv4, IPv6 /64) and for the edge.
@@ -307,17 +307,17 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	// gets the name from log.
 	log := base.With("node", o.nodeName)
 	envelope.SetLogger(log)
-	if g := newGCGovernor(100, o.gcQuietPercent, gcQuietMaxCycles, log); g != nil {
+	if g := governor.NewGC(100, o.gcQuietPercent, governor.GCQuietMaxCycles, log); g != nil {
 		gctx, stopGovernor := context.WithCancel(ctx)
 		defer stopGovernor()
-		go g.run(gctx, time.Second)
+		go g.Run(gctx, governor.GCInterval)
 	}
-	if g := newProcGovernor(o.procGovernor, log); g != nil {
+	if g := governor.NewProc(o.procGovernor, log); g != nil {
 		pctx, stopGovernor := context.WithCancel(ctx)
 		defer stopGovernor()
-		go g.run(pctx, procSample)
+		go g.Run(pctx, governor.ProcSample)
 	}
-	statements := newStatementHistogram()
+	statements := persistence.NewStatementHistogram()
 	store, err := openStore(ctx, o, log, statements)
 	if err != nil {
 		return err
@@ -349,7 +349,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if err := registerStoreMetrics(registry, store, statements); err != nil {
+	if err := persistence.RegisterMetrics(registry, store, statements); err != nil {
 		return err
 	}
 	if !o.edgeOnly {
@@ -467,19 +467,21 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		go func() { errc <- fmt.Errorf("tcp: %w", srv.ServeTCP(tl)) }()
 	}
 	if !o.edgeOnly {
-		lease := newLeases(node, o.reclaimLease)
+		leases := cluster.NewLeases(node, o.reclaimLease)
 		rc, err := cluster.NewReclaimer(node, cluster.ReclaimerConfig{
 			Kind: actors.MatchKind, Interval: o.reclaimInterval,
 			List: func(ctx context.Context, after string, limit int) ([]string, error) {
 				ms, err := store.ListUnfinished(ctx, after, limit)
-				lease.page(ms)
+				records := make([]cluster.LeaseRecord, len(ms))
 				ids := make([]string, len(ms))
 				for i, m := range ms {
+					records[i] = cluster.LeaseRecord{Identity: m.MatchID, Owner: m.Owner, Age: m.Age}
 					ids[i] = m.MatchID
 				}
+				leases.Page(records)
 				return ids, err
 			},
-			Leased: lease.held,
+			Leased: leases.Held,
 			Wake:   func(string) any { return &actors.Wake{} },
 		})
 		if err != nil {
@@ -492,9 +494,9 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 			}
 		}()
 	}
-	go purgeTickets(ctx, store, log)
+	go persistence.PurgeTicketsEvery(ctx, store, persistence.TicketPurgeInterval, log)
 	if rs, ok := store.(persistence.Retention); ok && o.retentionAfter > 0 {
-		go pruneFinished(ctx, rs, o.retentionAfter, o.retentionInterval, log)
+		go persistence.PruneFinishedEvery(ctx, rs, o.retentionAfter, o.retentionInterval, log)
 	}
 	go sec.RefreshTicketKeys(ctx, srv.Tickets().SetKeys)
 	debugAddr := ""
@@ -543,15 +545,13 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 }
 
 // drain is the graceful stop (docs/operations.md §2): the edge stops taking
-// players (/healthz answers 503, new sessions are refused) and tells every
-// connected client to reconnect elsewhere (1001; on TCP a fatal
-// ServerError); then the member leaves the cluster, so peers route its
-// matches elsewhere, and its grains stop after their mailboxes: a write in
-// flight either commits before the stop or is fenced by the new owner's
-// claim, and its intent is retried there. Each step gets a share of
-// --drain-timeout; if the whole drain hangs anyway, the process exits 5 s
-// after the bound, since a supervisor waiting for it is worse than a crash
-// that fencing already makes safe.
+// players and tells every client to reconnect elsewhere (edge.Server.Drain),
+// then the member leaves the cluster, so peers route its matches elsewhere,
+// and its grains stop after their mailboxes: a write in flight either
+// commits before the stop or is fenced by the new owner's claim, and its
+// intent is retried there. If the whole drain hangs anyway, the process
+// exits 5 s after --drain-timeout, since a supervisor waiting for it is
+// worse than a crash that fencing already makes safe.
 func drain(o options, srv *edge.Server, hs *http.Server, node *cluster.Node, log *slog.Logger) {
 	start := time.Now()
 	log.Info("matchd draining", "bound", o.drainTimeout)
@@ -562,119 +562,13 @@ func drain(o options, srv *edge.Server, hs *http.Server, node *cluster.Node, log
 	defer watchdog.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), o.drainTimeout)
 	defer cancel()
-	// Sessions get half: clients need a moment to read the close.
-	sctx, scancel := context.WithTimeout(ctx, o.drainTimeout/2)
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("edge shutdown", "err", err)
+	if err := srv.Drain(ctx, hs, o.drainTimeout); err != nil {
+		log.Warn("edge drain", "err", err)
 	}
-	scancel()
-	hctx, hcancel := context.WithTimeout(ctx, o.drainTimeout/4)
-	if err := hs.Shutdown(hctx); err != nil {
-		log.Warn("http shutdown", "err", err)
-	}
-	hcancel()
 	if err := node.Leave(ctx); err != nil {
 		log.Warn("leave cluster", "err", err)
 	}
 	log.Info("matchd drained", "took", time.Since(start).Round(time.Millisecond))
-}
-
-// leases tells the reclaimer which matches a live owner holds: the last
-// page List returned, with each match's owner and the age of its last write.
-type leases struct {
-	node  *cluster.Node
-	lease time.Duration
-	mu    sync.Mutex
-	last  map[string]persistence.MatchInfo
-}
-
-func newLeases(node *cluster.Node, lease time.Duration) *leases {
-	return &leases{node: node, lease: lease}
-}
-
-func (l *leases) page(ms []persistence.MatchInfo) {
-	m := make(map[string]persistence.MatchInfo, len(ms))
-	for _, info := range ms {
-		m[info.MatchID] = info
-	}
-	l.mu.Lock()
-	l.last = m
-	l.mu.Unlock()
-}
-
-// held: another member, still in this member's view, wrote the match
-// within the lease. A member that is gone from the view holds nothing, so
-// a crashed owner's matches are reclaimed at once.
-func (l *leases) held(id string) bool {
-	l.mu.Lock()
-	info, ok := l.last[id]
-	l.mu.Unlock()
-	if !ok || info.Owner == "" || info.Owner == l.node.ID() || info.Age >= l.lease {
-		return false
-	}
-	for _, m := range l.node.Members() {
-		if m.ID == info.Owner {
-			return true
-		}
-	}
-	return false
-}
-
-// pruneFinished is the retention job (docs/operations.md §5): every
-// interval it deletes, in batches, the logs of matches that finished more
-// than after ago and whose final snapshot covers the log. Every member may
-// run it; deletes of the same rows are idempotent.
-func pruneFinished(ctx context.Context, rs persistence.Retention, after, interval time.Duration, log *slog.Logger) {
-	const batch = 500
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		var total, entries int64
-		for ctx.Err() == nil {
-			pctx, cancel := context.WithTimeout(ctx, time.Minute)
-			m, e, err := rs.PruneFinishedLogs(pctx, time.Now().Add(-after), batch)
-			cancel()
-			if err != nil {
-				log.Warn("retention: prune finished logs", "err", err)
-				break
-			}
-			total, entries = total+m, entries+e
-			if m < batch {
-				break
-			}
-		}
-		if total > 0 {
-			log.Info("retention: pruned the logs of finished matches", "matches", total, "entries", entries)
-		}
-	}
-}
-
-// purgeTickets forgets used-ticket records once their tickets have expired:
-// an expired ticket is refused by its signature check anyway, so the record
-// no longer protects anything. Every member may run it; deletes are idempotent.
-func purgeTickets(ctx context.Context, store persistence.Store, log *slog.Logger) {
-	t := time.NewTicker(10 * time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		pctx, cancel := context.WithTimeout(ctx, time.Minute)
-		n, err := store.PurgeTickets(pctx, time.Now().Add(-time.Minute))
-		cancel()
-		if err != nil {
-			log.Warn("purge used tickets", "err", err)
-			continue
-		}
-		log.Debug("purged used tickets", "count", n)
-	}
 }
 
 func storeKind(o options) string {
@@ -708,7 +602,7 @@ func openStore(ctx context.Context, o options, log *slog.Logger, statements prom
 
 func deckInfos() []edge.DeckInfo {
 	var out []edge.DeckInfo
-	for _, d := range game.Decks() {
+	for _, d := range catalog.Decks() {
 		out = append(out, edge.DeckInfo{ID: string(d.ID), Name: d.Name, Cards: d.Cards})
 	}
 	return out

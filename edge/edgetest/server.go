@@ -24,6 +24,8 @@ var TicketKey = []byte("edgetest-ticket-key-0123456789abcdef")
 // when the test ends.
 type Server struct {
 	Edge *edge.Server
+	// HTTP serves Edge's handler, as matchd serves it (Edge.HTTPServer).
+	HTTP *http.Server
 	// HTTPURL is "http://127.0.0.1:port", WSURL the /game endpoint on the
 	// same port, TCPAddr "127.0.0.1:port" of the TCP listener.
 	HTTPURL string
@@ -97,6 +99,7 @@ func Start(t testing.TB, matches edge.Matches, mod func(*edge.Config)) *Server {
 	})
 	return &Server{
 		Edge:    srv,
+		HTTP:    hs,
 		HTTPURL: "http://" + hl.Addr().String(),
 		WSURL:   "ws://" + hl.Addr().String() + "/game",
 		TCPAddr: tl.Addr().String(),

@@ -23,7 +23,7 @@ import (
 	"github.com/matchgrain/matchgrain/client/clienttest"
 	"github.com/matchgrain/matchgrain/edge"
 	"github.com/matchgrain/matchgrain/edge/grains/grainstest"
-	"github.com/matchgrain/matchgrain/game"
+	"github.com/matchgrain/matchgrain/game/catalog"
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/persistence/pgtest"
 	"github.com/matchgrain/matchgrain/protocol"
@@ -154,7 +154,7 @@ func startHarness(t *testing.T, o harnessOpts) *harness {
 
 func deckInfos() []edge.DeckInfo {
 	var out []edge.DeckInfo
-	for _, d := range game.Decks() {
+	for _, d := range catalog.Decks() {
 		out = append(out, edge.DeckInfo{ID: string(d.ID), Name: d.Name, Cards: d.Cards})
 	}
 	return out

@@ -1,4 +1,4 @@
-// Command gencatalog prints the bundled game's card catalog (game.Printings)
+// Command gencatalog prints the bundled game's card catalog (catalog.Printings)
 // as JSON for the TypeScript client's generator (clients/ts/scripts/
 // gen-catalog.mjs): the TypeScript view keeper needs each printing's power
 // and critical, and a page needs names, grades and triggers to draw cards.
@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/matchgrain/matchgrain/game"
+	"github.com/matchgrain/matchgrain/game/catalog"
 )
 
-// printing is the part of game.Printing a client uses; abilities are named
+// printing is the part of catalog.Printing a client uses; abilities are named
 // by their key only (the rules live on the server).
 type printing struct {
 	ID         string `json:"id"`
@@ -30,7 +30,7 @@ type printing struct {
 
 func main() {
 	var out []printing
-	for _, p := range game.Printings() {
+	for _, p := range catalog.Printings() {
 		q := printing{
 			ID: p.ID, Name: p.Name, Clan: p.Clan, Grade: p.Grade, Power: p.Power, Shield: p.Shield,
 			Critical: p.Critical, Trigger: int(p.Trigger), Starter: p.Starter, Sentinel: p.Sentinel,

@@ -1,21 +1,67 @@
-package main
+package load
 
 import (
-	"encoding/json"
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/matchgrain/matchgrain/client"
+	"github.com/matchgrain/matchgrain/client/bots"
 	"github.com/matchgrain/matchgrain/edge"
 	"github.com/matchgrain/matchgrain/edge/edgetest"
+	"github.com/matchgrain/matchgrain/edge/grains/grainstest"
 )
+
+// These tests play edgetest's toy game through a real edge server (and, where
+// the bots need the real game's Decision events, real match grains).
+
+func startServer(t *testing.T) *edgetest.Server {
+	t.Helper()
+	return edgetest.Start(t, edgetest.NewMatches(), nil)
+}
+
+// startGatewayServer runs a real edge in front of real match grains (one
+// cluster member in this process, the embedded store, the real game).
+func startGatewayServer(t *testing.T) *edgetest.Server {
+	t.Helper()
+	m, _ := grainstest.NewMatches(t, grainstest.Options{})
+	// Registered after the member: the edge shuts down first.
+	return edgetest.Start(t, m, nil)
+}
+
+// config is a run against srv with edgetest's decks and token, then mod.
+func config(srv *edgetest.Server, mod func(*Config)) Config {
+	c := Config{
+		Admin: client.NewAdmin(srv.HTTPURL, edgetest.AdminToken, nil),
+		Match: bots.MatchOptions{GameAddr: srv.WSURL, Decks: [2]string{"S1", "S2"}, Timeout: time.Minute,
+			Logger: slog.New(slog.DiscardHandler)},
+		BotSeed: 1, ConnectionRate: bots.DefaultConnectionRate, MetricsURL: "off",
+	}
+	mod(&c)
+	return c
+}
+
+// run runs c within a minute and fails the test on an error.
+func run(t *testing.T, c Config) *Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := Run(ctx, c)
+	if err != nil {
+		t.Fatalf("run: %v (report %+v)", err, r)
+	}
+	return r
+}
 
 // processMetrics serves the two process gauges; every scrape adds 1 s of
 // CPU and 1 MiB of RSS, so the tool's arithmetic can be checked.
@@ -63,16 +109,10 @@ func serverMetrics(t *testing.T) *httptest.Server {
 // TestLoadServerTimes: the report carries the node's mean intent, append
 // and statement times over the window, from the histograms' sums and counts.
 func TestLoadServerTimes(t *testing.T) {
-	srv := startServer(t)
-	code, out, errOut := runCmd(t, "load", "--server", srv.HTTPURL, "--token", edgetest.AdminToken,
-		"--matches", "1", "--rate", "5", "--warmup", "1s", "--duration", "2s", "--json", "--metrics", serverMetrics(t).URL)
-	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
-	}
-	var r Report
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("report is not JSON: %v\n%s", err, out)
-	}
+	metrics := serverMetrics(t)
+	r := run(t, config(startServer(t), func(c *Config) {
+		c.Matches, c.Rate, c.Warmup, c.Duration, c.MetricsURL = 1, 5, time.Second, 2*time.Second, metrics.URL
+	}))
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 	if r.Machine != nil && r.Machine.DatabaseCores != nil {
 		t.Errorf("a database share (%v cores) without --database-pid", *r.Machine.DatabaseCores)
@@ -124,23 +164,13 @@ func TestQuantile(t *testing.T) {
 // ticks are offered at the rate, every tick is accounted for, and the JSON
 // report carries the percentiles and the node's usage.
 func TestLoadOpenLoop(t *testing.T) {
-	srv := startServer(t)
 	metrics, _ := processMetrics(t)
-	profile := filepath.Join(t.TempDir(), "loadgen.pprof")
-	code, out, errOut := runCmd(t, "load", "--server", srv.HTTPURL, "--token", edgetest.AdminToken,
-		"--matches", "3", "--rate", "5", "--warmup", "1s", "--duration", "3s", "--json", "--metrics", metrics.URL,
-		"--cpu-profile", profile)
-	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
-	}
-	// pprof's format is gzipped protobuf.
-	if b, err := os.ReadFile(profile); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
-		t.Errorf("--cpu-profile wrote %d bytes (%v), want a gzipped pprof profile", len(b), err)
-	}
-	var r Report
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("report is not JSON: %v\n%s", err, out)
-	}
+	var progress bytes.Buffer
+	r := run(t, config(startServer(t), func(c *Config) {
+		c.Matches, c.Rate, c.Warmup, c.Duration, c.MetricsURL = 3, 5, time.Second, 3*time.Second, metrics.URL
+		c.Progress = &progress
+	}))
+	errOut := progress.String()
 	t.Logf("%+v\nprogress:\n%s", r, errOut)
 	if r.Mode != "open" || r.RatePerMatch != 5 || r.Matches != 3 || r.MeasuredSeconds < 2.9 || r.MeasuredSeconds > 3.5 {
 		t.Errorf("report header: %+v", r)
@@ -185,16 +215,9 @@ func TestLoadSlowOpenLoop(t *testing.T) {
 	// The real rules engine: its Decision events let bots play from events
 	// (the edge's fake engine has none, so its bots ask for a snapshot
 	// after every batch).
-	srv := startGatewayServer(t)
-	code, out, errOut := runCmd(t, "load", "--server", srv.HTTPURL, "--token", edgetest.AdminToken,
-		"--matches", "2", "--rate", "0.4", "--warmup", "1s", "--duration", "6s", "--json")
-	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
-	}
-	var r Report
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("report is not JSON: %v\n%s", err, out)
-	}
+	r := run(t, config(startGatewayServer(t), func(c *Config) {
+		c.Matches, c.Rate, c.Warmup, c.Duration = 2, 0.4, time.Second, 6*time.Second
+	}))
 	// 2 matches × 0.4/s × 6 s ≈ 5 ticks; the window sees some intents.
 	if r.Intents == 0 || r.Errors != 0 {
 		t.Fatalf("%d intents, %d errors: %+v", r.Intents, r.Errors, r)
@@ -208,14 +231,10 @@ func TestLoadSlowOpenLoop(t *testing.T) {
 func TestLoadIdle(t *testing.T) {
 	srv := startServer(t)
 	metrics, _ := processMetrics(t)
-	code, out, errOut := runCmd(t, "load", "--server", srv.HTTPURL, "--token", edgetest.AdminToken,
-		"--idle", "6", "--idle-hold", "1s", "--json", "--metrics", metrics.URL)
-	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
-	}
-	var r IdleReport
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("report is not JSON: %v\n%s", err, out)
+	r, err := RunIdle(context.Background(), IdleConfig{Admin: client.NewAdmin(srv.HTTPURL, edgetest.AdminToken, nil),
+		GameAddr: srv.WSURL, Decks: [2]string{"S1", "S2"}, Sessions: 6, Hold: time.Second, MetricsURL: metrics.URL})
+	if err != nil {
+		t.Fatalf("idle run: %v", err)
 	}
 	if r.Sessions != 6 || r.Connected != 6 || r.Dropped != 0 || r.RSSBytesHeld <= r.RSSBytesBefore ||
 		r.RSSBytesPerConn != (r.RSSBytesHeld-r.RSSBytesBefore)/6 {
@@ -223,12 +242,14 @@ func TestLoadIdle(t *testing.T) {
 	}
 }
 
+// TestLoadWithoutProcessMetrics: the idle run needs the node's memory, and
+// says so when its metrics cannot be read.
 func TestLoadWithoutProcessMetrics(t *testing.T) {
 	srv := startServer(t)
-	code, out, errOut := runCmd(t, "load", "--server", srv.HTTPURL, "--token", edgetest.AdminToken,
-		"--idle", "2", "--idle-hold", "1s", "--metrics", srv.HTTPURL+"/nothing")
-	if code != 1 || !strings.Contains(errOut, "process metrics") {
-		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	_, err := RunIdle(context.Background(), IdleConfig{Admin: client.NewAdmin(srv.HTTPURL, edgetest.AdminToken, nil),
+		GameAddr: srv.WSURL, Decks: [2]string{"S1", "S2"}, Sessions: 2, Hold: time.Second, MetricsURL: srv.HTTPURL + "/nothing"})
+	if err == nil || !strings.Contains(err.Error(), "process metrics") {
+		t.Errorf("idle run without process metrics: %v", err)
 	}
 }
 
@@ -239,34 +260,61 @@ func TestLoadConnectionRate(t *testing.T) {
 	srv := edgetest.Start(t, edgetest.NewMatches(), func(c *edge.Config) {
 		c.IntentsPerSecond, c.IntentBurst = 1000, 1000
 	})
-	load := func(connRate string) Report {
+	load := func(connRate float64) *Report {
 		t.Helper()
-		code, out, errOut := runCmd(t, "load", "--server", srv.HTTPURL, "--token", edgetest.AdminToken,
-			"--matches", "2", "--warmup", "500ms", "--duration", "2s", "--connection-rate", connRate, "--json", "--metrics", "off")
-		if code != 0 {
-			t.Fatalf("--connection-rate %s: exit %d\nstdout:\n%s\nstderr:\n%s", connRate, code, out, errOut)
-		}
-		var r Report
-		if err := json.Unmarshal([]byte(out), &r); err != nil {
-			t.Fatalf("report is not JSON: %v\n%s", err, out)
-		}
-		t.Logf("--connection-rate %s: %.0f intents/s, %d rejected", connRate, r.IntentsPerSec, r.Rejected)
+		r := run(t, config(srv, func(c *Config) {
+			c.Matches, c.Warmup, c.Duration, c.ConnectionRate = 2, 500*time.Millisecond, 2*time.Second, connRate
+		}))
+		t.Logf("connection rate %g: %.0f intents/s, %d rejected", connRate, r.IntentsPerSec, r.Rejected)
 		return r
 	}
 	// 2 matches × 2 bots × 4/s is the most the capped run may send (a
 	// quarter more for intents sent just before the window opened); the
 	// uncapped run must go well past that.
 	const most = 2 * 2 * 4 * 1.25
-	capped := load("4")
+	capped := load(4)
 	if capped.ConnectionRate != 4 || capped.IntentsPerSec > most || capped.Intents == 0 || capped.Rejected != 0 {
 		t.Errorf("capped at 4/s per connection: %+v", capped)
 	}
-	free := load("0")
+	free := load(0)
 	if free.ConnectionRate != 0 || free.IntentsPerSec <= 4*most || free.Rejected != 0 {
 		t.Errorf("uncapped: %+v", free)
 	}
-	if code, _, errOut := runCmd(t, "load", "--server", srv.HTTPURL, "--token", edgetest.AdminToken,
-		"--matches", "1", "--rate", "5", "--duration", "1s", "--connection-rate", "4"); code != 2 || !strings.Contains(errOut, "--rate") {
-		t.Errorf("--rate above --connection-rate: exit %d, %s", code, errOut)
+}
+
+// TestConfigValidate: every inconsistent configuration is refused with
+// ErrConfig and a message naming the flag, before anything runs.
+func TestConfigValidate(t *testing.T) {
+	admin := client.NewAdmin("http://127.0.0.1:1", "t", nil)
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+		flag string
+	}{
+		{"no matches", func(c *Config) { c.Matches = 0 }, "--matches"},
+		{"rate without duration", func(c *Config) { c.Rate = 2 }, "--rate"},
+		{"rate above the connection rate", func(c *Config) { c.Rate, c.Duration, c.ConnectionRate = 5, time.Second, 4 }, "--rate"},
+		{"warm-up without duration", func(c *Config) { c.Warmup = time.Second }, "--warmup"},
+		{"negative connection rate", func(c *Config) { c.ConnectionRate = -1 }, "--connection-rate"},
+		{"negative database pid", func(c *Config) { c.DatabasePID = -1 }, "--database-pid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Config{Admin: admin, Matches: 1}
+			tc.mod(&c)
+			r, err := Run(context.Background(), c)
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.flag) || r != nil {
+				t.Fatalf("Run = %v, %v; want ErrConfig naming %s", r, err, tc.flag)
+			}
+		})
+	}
+	c := Config{Admin: admin, Matches: 4, Concurrency: 9}
+	if err := c.Validate(); err != nil || c.Concurrency != 4 {
+		t.Errorf("concurrency above matches: %v, concurrency %d, want 4", err, c.Concurrency)
+	}
+	for _, n := range []int{0, 3, -2} {
+		ic := IdleConfig{Admin: admin, Sessions: n}
+		if err := ic.Validate(); !errors.Is(err, ErrConfig) {
+			t.Errorf("%d idle sessions: %v, want ErrConfig", n, err)
+		}
 	}
 }

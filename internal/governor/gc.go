@@ -1,4 +1,4 @@
-package main
+package governor
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// gcGovernor lowers the collector's goal (GOGC) while the node allocates
+// GC lowers the collector's goal (GOGC) while the node allocates
 // little for its size and puts it back as soon as it allocates more.
 //
 // Why: a node's resident memory follows the collector's goal, which at
@@ -25,10 +25,9 @@ import (
 // on cycles per second and not on a rate of bytes. Under load the default
 // stands, because there the collector's CPU is what counts.
 //
-// It lives in the binary, not in a package, because it sets the whole
-// process's GOGC: only the program may decide that; a library that did
-// would surprise whoever embeds it.
-type gcGovernor struct {
+// It sets the whole process's GOGC: only the program may decide that, so
+// only cmd/matchd starts one (see the package comment).
+type GC struct {
 	busyPercent  int     // GOGC while the node is busy
 	quietPercent int     // GOGC after quietAfter quiet samples
 	maxCycles    float64 // quiet: below this many cycles per second at quietPercent
@@ -50,19 +49,23 @@ type gcGovernor struct {
 	current    int
 }
 
-// gcQuietMaxCycles is the default bound: between the two measured nodes
+// GCQuietMaxCycles is the default bound: between the two measured nodes
 // above (0.3 and 1.5 cycles per second at GOGC=25).
-const gcQuietMaxCycles = 0.6
+const GCQuietMaxCycles = 0.6
 
-// newGCGovernor returns a governor that switches between busy and quiet
+// GCInterval is how often a GC governor samples: cycles per second are
+// judged per whole second.
+const GCInterval = time.Second
+
+// NewGC returns a governor that switches between busy and quiet
 // percents, or nil when quiet is 0 (off) or the operator set GOGC, whose
 // choice it leaves alone.
-func newGCGovernor(busy, quiet int, maxCycles float64, log *slog.Logger) *gcGovernor {
+func NewGC(busy, quiet int, maxCycles float64, log *slog.Logger) *GC {
 	if quiet <= 0 || os.Getenv("GOGC") != "" {
 		return nil
 	}
 	samples := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/live:bytes"}}
-	return &gcGovernor{
+	return &GC{
 		busyPercent: busy, quietPercent: quiet, maxCycles: maxCycles, quietAfter: 5, freeEvery: time.Minute,
 		readAllocs: func() (uint64, uint64) {
 			metrics.Read(samples)
@@ -81,33 +84,17 @@ func newGCGovernor(busy, quiet int, maxCycles float64, log *slog.Logger) *gcGove
 	}
 }
 
-// run samples every interval until ctx ends, then restores the busy percent.
-func (g *gcGovernor) run(ctx context.Context, interval time.Duration) {
+// Run samples every interval until ctx ends, then restores the busy percent.
+func (g *GC) Run(ctx context.Context, interval time.Duration) {
 	everyUntil(ctx, interval, g.step)
 	g.set(g.busyPercent)
-}
-
-// everyUntil calls step now and at every tick of interval until ctx ends:
-// the sampling loop of both governors.
-func everyUntil(ctx context.Context, interval time.Duration, step func(now time.Time)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	step(time.Now())
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			step(now)
-		}
-	}
 }
 
 // step takes one sample of the allocation rate and sets GOGC from it:
 // busy at once when cycles at the quiet percent would come maxCycles times
 // a second or more, quiet only after quietAfter samples in a row below
 // that, with one full collection then.
-func (g *gcGovernor) step(now time.Time) {
+func (g *GC) step(now time.Time) {
 	allocs, live := g.readAllocs()
 	if g.lastAt.IsZero() {
 		g.lastAllocs, g.lastAt = allocs, now
@@ -137,7 +124,7 @@ func (g *gcGovernor) step(now time.Time) {
 	}
 }
 
-func (g *gcGovernor) set(percent int) {
+func (g *GC) set(percent int) {
 	if percent == g.current {
 		return
 	}

@@ -1,4 +1,4 @@
-package main
+package persistence
 
 import (
 	"fmt"
@@ -6,23 +6,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/matchgrain/matchgrain/internal/buckets"
-	"github.com/matchgrain/matchgrain/persistence"
 )
 
 // groupCommitStore is a store with a group-commit writer (the PostgreSQL store).
 type groupCommitStore interface {
-	GroupCommitStats() persistence.GroupCommitStats
+	GroupCommitStats() GroupCommitStats
 }
 
-// registerStoreMetrics exports the group-commit writer's counters, so that an
+// RegisterMetrics exports the group-commit writer's counters, so that an
 // operator can read the mean batch (appends ÷ batches) and see whether the
 // store or the node limits throughput. The families exist for every store, so
 // dashboards need no case for the embedded one, whose counters stay zero.
 //
-// statements is the histogram of newStatementHistogram, which the store was
-// opened with.
-func registerStoreMetrics(reg prometheus.Registerer, store persistence.Store, statements prometheus.Histogram) error {
-	stats := func() persistence.GroupCommitStats { return persistence.GroupCommitStats{} }
+// statements is the histogram of NewStatementHistogram, which the store was
+// opened with (WithStatementObserver).
+func RegisterMetrics(reg prometheus.Registerer, store Store, statements prometheus.Histogram) error {
+	stats := func() GroupCommitStats { return GroupCommitStats{} }
 	if g, ok := store.(groupCommitStore); ok {
 		stats = g.GroupCommitStats
 	}
@@ -48,10 +47,10 @@ func registerStoreMetrics(reg prometheus.Registerer, store persistence.Store, st
 	return nil
 }
 
-// newStatementHistogram times the group-commit writer's statements
-// (persistence.WithStatementObserver). It is made before the store it is
+// NewStatementHistogram times the group-commit writer's statements
+// (WithStatementObserver). It is made before the store it is
 // given to, and registered with the store's other metrics.
-func newStatementHistogram() prometheus.Histogram {
+func NewStatementHistogram() prometheus.Histogram {
 	return prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "matchgrain_store_statement_duration_seconds",
 		Help: "Time PostgreSQL took to answer one of the group-commit writer's statements, commit included, " +

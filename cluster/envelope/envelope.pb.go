@@ -83,7 +83,7 @@ const file_envelope_proto_rawDesc = "" +
 	"\x0eenvelope.proto\x12\x13matchgrain.envelope\"2\n" +
 	"\bEnvelope\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04dataB2Z0github.com/matchgrain/matchgrain/actors/envelopeb\x06proto3"
+	"\x04data\x18\x02 \x01(\fR\x04dataB3Z1github.com/matchgrain/matchgrain/cluster/envelopeb\x06proto3"
 
 var (
 	file_envelope_proto_rawDescOnce sync.Once

@@ -11,8 +11,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 
-	"github.com/matchgrain/matchgrain/actors/envelope"
 	"github.com/matchgrain/matchgrain/cluster/clustertest"
+	"github.com/matchgrain/matchgrain/cluster/envelope"
 )
 
 // The remote tests put one protoactor remote in this process and one in a

@@ -1,10 +1,8 @@
-package main
+package governor
 
 import (
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -18,7 +16,7 @@ func TestGCGovernor(t *testing.T) {
 	var allocated uint64
 	var set []int
 	frees := 0
-	g := &gcGovernor{
+	g := &GC{
 		busyPercent: 100, quietPercent: 25, maxCycles: 0.6, quietAfter: 5, freeEvery: 10 * time.Second, current: 100,
 		readAllocs: func() (uint64, uint64) { return allocated, live },
 		setPercent: func(p int) int { set = append(set, p); return 0 },
@@ -98,39 +96,11 @@ func TestGCGovernor(t *testing.T) {
 // TestGCGovernorOff: no governor when its percent is 0 or GOGC is set.
 func TestGCGovernorOff(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if g := newGCGovernor(100, 0, gcQuietMaxCycles, log); g != nil {
+	if g := NewGC(100, 0, GCQuietMaxCycles, log); g != nil {
 		t.Fatal("a governor with --gc-quiet-percent 0")
 	}
 	t.Setenv("GOGC", "100")
-	if g := newGCGovernor(100, 25, gcQuietMaxCycles, log); g != nil {
+	if g := NewGC(100, 25, GCQuietMaxCycles, log); g != nil {
 		t.Fatal("a governor although GOGC is set")
 	}
-}
-
-// TestGCGovernorQuietNode: a real node with nothing to do lowers its
-// collector's GOGC to --gc-quiet-percent, as its /metrics shows: the
-// runtime metrics the governor reads exist and say "quiet".
-func TestGCGovernorQuietNode(t *testing.T) {
-	if os.Getenv("GOGC") != "" {
-		t.Skip("GOGC is set in this environment, which turns the governor off")
-	}
-	p := startProc(t, "q", "--data-dir", filepath.Join(t.TempDir(), "data"), "--gc-quiet-percent", "30")
-	awaitGauge(t, p, "go_gc_gogc_percent", 30, 60*time.Second)
-}
-
-// awaitGauge polls p's /metrics until the unlabelled gauge name reads want,
-// and fails the test if it does not within d.
-func awaitGauge(t *testing.T, p *proc, name string, want float64, d time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	var got float64
-	for time.Now().Before(deadline) {
-		if f := scrapeFamilies(t, p.http)[name]; f != nil && len(f.GetMetric()) == 1 {
-			if got = f.GetMetric()[0].GetGauge().GetValue(); got == want {
-				return
-			}
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	t.Fatalf("%s is %v after %v of an idle node, want %v", name, got, d, want)
 }

@@ -1,4 +1,4 @@
-package main
+package load
 
 // MachineUsage is what the load generator's machine did during the
 // measured window. When the node (and its database) run on the same

@@ -1,4 +1,4 @@
-package main
+package governor
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/matchgrain/matchgrain/internal/proccpu"
 )
 
-// procGovernor runs the node's Go code on one processor (GOMAXPROCS=1)
+// Proc runs the node's Go code on one processor (GOMAXPROCS=1)
 // while one is plenty, and gives it back the default width as soon as
 // that one gets busy.
 //
@@ -45,9 +45,9 @@ import (
 // 6 % fewer intents a second). Nodes that share a small machine and are
 // billed for CPU are the ones to turn it on for.
 //
-// It lives in the binary, like gcGovernor and for the same reason: only
-// the program may set the process's GOMAXPROCS.
-type procGovernor struct {
+// Like GC, it sets a process-wide knob (GOMAXPROCS) that only the program
+// may set, so only cmd/matchd starts one.
+type Proc struct {
 	raiseAt    float64 // cores of node CPU at one processor that bring the default width back
 	lowerAt    float64 // cores of node CPU at full width below which one processor is enough
 	quietAfter int     // whole seconds in a row below lowerAt before narrowing
@@ -69,7 +69,7 @@ type procGovernor struct {
 // processor; the closed loop of 100 matches uses about 0.6 of a core on
 // one processor (0.75 at full width) and stays where it is.
 //
-// procSample is how often the governor looks while on one processor: a
+// ProcSample is how often the governor looks while on one processor: a
 // surge gets the default width back within a quarter of a second, not a
 // whole one. Narrowing still waits for procQuietAfter whole seconds, each
 // averaged over its samples, so that one light quarter does not count.
@@ -77,20 +77,20 @@ const (
 	procRaiseAt    = 0.8
 	procLowerAt    = 0.7
 	procQuietAfter = 5
-	procSample     = 250 * time.Millisecond
+	ProcSample     = 250 * time.Millisecond
 )
 
-// newProcGovernor returns a governor, or nil when it is off: turned off by
+// NewProc returns a governor, or nil when it is off: turned off by
 // the operator, GOMAXPROCS set in the environment (the operator's choice
 // stands), or a default width of one already.
-func newProcGovernor(on bool, log *slog.Logger) *procGovernor {
+func NewProc(on bool, log *slog.Logger) *Proc {
 	if !on || os.Getenv("GOMAXPROCS") != "" {
 		return nil
 	}
 	if runtime.GOMAXPROCS(0) <= 1 {
 		return nil
 	}
-	return &procGovernor{
+	return &Proc{
 		raiseAt: procRaiseAt, lowerAt: procLowerAt, quietAfter: procQuietAfter,
 		readCPU: proccpu.Self,
 		setProcs: func(n int) {
@@ -106,8 +106,8 @@ func newProcGovernor(on bool, log *slog.Logger) *procGovernor {
 	}
 }
 
-// run samples every interval until ctx ends, then restores the default width.
-func (g *procGovernor) run(ctx context.Context, interval time.Duration) {
+// Run samples every interval until ctx ends, then restores the default width.
+func (g *Proc) Run(ctx context.Context, interval time.Duration) {
 	everyUntil(ctx, interval, g.step)
 	g.widen(0)
 }
@@ -115,7 +115,7 @@ func (g *procGovernor) run(ctx context.Context, interval time.Duration) {
 // step takes one sample of the node's CPU use and sets the width from it:
 // on one processor every sample may widen; at full width only whole
 // seconds count towards narrowing.
-func (g *procGovernor) step(now time.Time) {
+func (g *Proc) step(now time.Time) {
 	cpu := g.readCPU()
 	if g.lastAt.IsZero() {
 		g.lastCPU, g.lastAt = cpu, now
@@ -155,7 +155,7 @@ func (g *procGovernor) step(now time.Time) {
 
 // widen returns to the default width if narrowed; cores is the sample that
 // asked for it, for the log.
-func (g *procGovernor) widen(cores float64) {
+func (g *Proc) widen(cores float64) {
 	if !g.narrow {
 		return
 	}

@@ -1,11 +1,10 @@
-package main
+package governor
 
 import (
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"testing"
@@ -18,10 +17,10 @@ import (
 // CPU history: advance(d, cores) lets d pass at that many cores and takes
 // a sample; *set lists the widths it set (1, or 0 for the default). The
 // first sample, at the start, only sets the baseline.
-func scriptedGovernor() (g *procGovernor, set *[]int, advance func(d time.Duration, cores float64)) {
+func scriptedGovernor() (g *Proc, set *[]int, advance func(d time.Duration, cores float64)) {
 	var cpu time.Duration
 	set = new([]int)
-	g = &procGovernor{
+	g = &Proc{
 		raiseAt: procRaiseAt, lowerAt: procLowerAt, quietAfter: procQuietAfter,
 		readCPU:  func() time.Duration { return cpu },
 		setProcs: func(n int) { *set = append(*set, n) },
@@ -94,7 +93,7 @@ func TestProcGovernor(t *testing.T) {
 // width back.
 func TestProcGovernorQuarters(t *testing.T) {
 	_, set, advance := scriptedGovernor()
-	quarter := func(cores float64) { advance(procSample, cores) }
+	quarter := func(cores float64) { advance(ProcSample, cores) }
 	for i := range 19 {
 		// Every fourth quarter busy, its second still light on average (0.5).
 		c := 0.3
@@ -122,11 +121,11 @@ func TestProcGovernorQuarters(t *testing.T) {
 // TestProcGovernorOff: no governor when turned off or GOMAXPROCS is set.
 func TestProcGovernorOff(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if g := newProcGovernor(false, log); g != nil {
+	if g := NewProc(false, log); g != nil {
 		t.Fatal("a governor with --proc-governor=false")
 	}
 	t.Setenv("GOMAXPROCS", "2")
-	if g := newProcGovernor(true, log); g != nil {
+	if g := NewProc(true, log); g != nil {
 		t.Fatal("a governor although GOMAXPROCS is set")
 	}
 }
@@ -142,7 +141,7 @@ func TestProcGovernorRuntime(t *testing.T) {
 	if before < 2 {
 		t.Skipf("default GOMAXPROCS is %d here: nothing to narrow", before)
 	}
-	g := newProcGovernor(true, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	g := NewProc(true, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if g == nil {
 		t.Fatal("no governor with a default width of", before)
 	}
@@ -158,18 +157,4 @@ func TestProcGovernorRuntime(t *testing.T) {
 	if cpu := proccpu.Self(); cpu <= 0 {
 		t.Fatalf("process CPU %v: the governor would read nothing", cpu)
 	}
-}
-
-// TestProcGovernorIdleNode: a real node with the governor on and nothing
-// to do narrows to one processor within a few seconds, as its /metrics
-// shows.
-func TestProcGovernorIdleNode(t *testing.T) {
-	if os.Getenv("GOMAXPROCS") != "" {
-		t.Skip("GOMAXPROCS is set in this environment, which turns the governor off")
-	}
-	if runtime.NumCPU() < 2 {
-		t.Skip("one CPU: the node's default width is already 1")
-	}
-	p := startProc(t, "w", "--data-dir", filepath.Join(t.TempDir(), "data"), "--proc-governor")
-	awaitGauge(t, p, "go_sched_gomaxprocs_threads", 1, 60*time.Second)
 }

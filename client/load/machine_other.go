@@ -1,6 +1,6 @@
 //go:build !linux
 
-package main
+package load
 
 // machineWatch reads nothing where there is no /proc/stat: the report
 // leaves the machine's figures out (the database's too: dbPID is unused).

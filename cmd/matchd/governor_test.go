@@ -1,0 +1,51 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestGCGovernorQuietNode: a real node with nothing to do lowers its
+// collector's GOGC to --gc-quiet-percent, as its /metrics shows: the
+// runtime metrics the governor reads exist and say "quiet".
+func TestGCGovernorQuietNode(t *testing.T) {
+	if os.Getenv("GOGC") != "" {
+		t.Skip("GOGC is set in this environment, which turns the governor off")
+	}
+	p := startProc(t, "q", "--data-dir", filepath.Join(t.TempDir(), "data"), "--gc-quiet-percent", "30")
+	awaitGauge(t, p, "go_gc_gogc_percent", 30, 60*time.Second)
+}
+
+// awaitGauge polls p's /metrics until the unlabelled gauge name reads want,
+// and fails the test if it does not within d.
+func awaitGauge(t *testing.T, p *proc, name string, want float64, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var got float64
+	for time.Now().Before(deadline) {
+		if f := scrapeFamilies(t, p.http)[name]; f != nil && len(f.GetMetric()) == 1 {
+			if got = f.GetMetric()[0].GetGauge().GetValue(); got == want {
+				return
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("%s is %v after %v of an idle node, want %v", name, got, d, want)
+}
+
+// TestProcGovernorIdleNode: a real node with the governor on and nothing
+// to do narrows to one processor within a few seconds, as its /metrics
+// shows.
+func TestProcGovernorIdleNode(t *testing.T) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		t.Skip("GOMAXPROCS is set in this environment, which turns the governor off")
+	}
+	if runtime.NumCPU() < 2 {
+		t.Skip("one CPU: the node's default width is already 1")
+	}
+	p := startProc(t, "w", "--data-dir", filepath.Join(t.TempDir(), "data"), "--proc-governor")
+	awaitGauge(t, p, "go_sched_gomaxprocs_threads", 1, 60*time.Second)
+}
