@@ -166,6 +166,19 @@ func (s *Server) checkPublicPost(r *http.Request) error {
 	return nil
 }
 
+// publicRequest runs what every public request but a creation shares: a
+// JSON body from this site, the client address's request budget, and the
+// body decoded into v.
+func (s *Server) publicRequest(r *http.Request, v any) error {
+	if err := s.checkPublicPost(r); err != nil {
+		return err
+	}
+	if !s.play.allowRequest(clientKey(r), time.Now()) {
+		return tooMany()
+	}
+	return decodeBody(r, v)
+}
+
 // sameSite reports whether a browser request comes from this site's own
 // pages: its Origin is the Host or listed in AllowedOrigins. A request
 // without Origin is not from a browser's cross-site fetch or form (both
@@ -275,14 +288,8 @@ type playInviteResponse struct {
 }
 
 func (s *Server) playRedeem(ctx context.Context, r *http.Request) (int, any, error) {
-	if err := s.checkPublicPost(r); err != nil {
-		return 0, nil, err
-	}
-	if !s.play.allowRequest(clientKey(r), time.Now()) {
-		return 0, nil, tooMany()
-	}
 	var req playInviteRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := s.publicRequest(r, &req); err != nil {
 		return 0, nil, err
 	}
 	if err := ValidateMatchID(req.MatchID); err != nil {
@@ -326,14 +333,8 @@ type playTicketResponse struct {
 }
 
 func (s *Server) playTicket(_ context.Context, r *http.Request) (int, any, error) {
-	if err := s.checkPublicPost(r); err != nil {
-		return 0, nil, err
-	}
-	if !s.play.allowRequest(clientKey(r), time.Now()) {
-		return 0, nil, tooMany()
-	}
 	var req playTicketRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := s.publicRequest(r, &req); err != nil {
 		return 0, nil, err
 	}
 	if err := ValidateMatchID(req.MatchID); err != nil {

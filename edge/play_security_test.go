@@ -5,12 +5,14 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,5 +268,49 @@ func TestPlayFloodDoesNotStarveNewcomers(t *testing.T) {
 	// Right after a round, as flooders keep the shared budget empty.
 	if code := create(from(200)); code != http.StatusCreated {
 		t.Fatalf("a newcomer during the flood: %d, want 201 (the flood starved everyone)", code)
+	}
+}
+
+// TestNotAdmittedServesNoPlayer: while Config.Admitted says this node is not
+// part of its cluster, /healthz says so, no API call or game connection is
+// served (TCP connections are closed at once), and /metrics still answers;
+// once admitted, everything is served again.
+func TestNotAdmittedServesNoPlayer(t *testing.T) {
+	var admitted atomic.Bool
+	h := newHarness(t, newFakeMatches, func(c *edge.Config) {
+		c.PublicPlay = true
+		c.Admitted = func() error {
+			if admitted.Load() {
+				return nil
+			}
+			return errors.New("refused by a seed")
+		}
+	})
+	for _, c := range []struct{ method, path, token, code string }{
+		{"GET", "/healthz", "", "not_admitted"},
+		{"GET", "/api/decks", testAdminToken, "not_admitted"},
+		{"POST", "/api/play/matches", "", "not_admitted"},
+		{"GET", "/game", "", "not_admitted"},
+	} {
+		resp, data := h.do(t, c.method, c.path, c.token, `{"name":"a","deck":"S1","opponent":"bot"}`)
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(data), c.code) {
+			t.Errorf("%s %s while not admitted: %d %s", c.method, c.path, resp.StatusCode, data)
+		}
+	}
+	if resp, _ := h.do(t, "GET", "/metrics", "", ""); resp.StatusCode != http.StatusOK {
+		t.Errorf("/metrics while not admitted: %d", resp.StatusCode)
+	}
+	conn, err := net.Dial("tcp", h.tcpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := conn.Read(make([]byte, 1)); err == nil {
+		t.Errorf("a TCP connection was served (%d bytes) while not admitted", n)
+	}
+	admitted.Store(true)
+	if resp, data := h.do(t, "GET", "/healthz", "", ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("/healthz once admitted: %d %s", resp.StatusCode, data)
 	}
 }
