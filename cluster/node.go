@@ -245,6 +245,9 @@ func (n *Node) remoteConfig() (*remote.Config, error) {
 		if err := src.load(); err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
+		if err := src.verifySelf(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
 		n.reloader.tls = src
 		n.reloader.certs = &fileWatcher{files: []string{tf.CertFile, tf.KeyFile, tf.CAFile}}
 		if _, err := n.reloader.certs.changed(); err != nil {
@@ -328,10 +331,11 @@ var ErrNotAdmitted = errors.New("cluster: this member is not admitted to its clu
 // else an error wrapping ErrNotAdmitted that says why. A member whose seeds
 // are all unreachable is admitted (it may be the cluster's first); one that
 // reaches a seed that refuses it (another gossip key or cluster name) is not
-// until a join succeeds; nor is a member whose peers' remotes all fail its
-// mutual TLS. Membership alone never makes a member safe to write: the
-// store's fencing does; this keeps a refused process from serving players
-// and from fencing the real owners of their matches.
+// until a join succeeds. (A member whose own certificate does not verify
+// against its CA does not start at all.) Membership alone never makes a
+// member safe to write: the store's fencing does; this keeps a refused
+// process from serving players and from fencing the real owners of their
+// matches.
 func (n *Node) Admitted() error { return n.prov.admitted() }
 
 // verifyPeer proves that the remote at address passes mutual TLS with this

@@ -396,30 +396,12 @@ func anyReachable(seeds []string) bool {
 }
 
 // admitted returns why this member is not part of its cluster, or nil: a
-// seed refused it and no join succeeded since, or peers are in its view
-// but none of their remotes passed mutual TLS while some failed it (this
-// member's own certificate or CA is likely wrong, and it would otherwise
-// think it owns every grain).
+// seed refused it and no join succeeded since. (Peers that fail this
+// member's mutual TLS do not count: anyone with the gossip key alone could
+// otherwise take a member out of service.)
 func (p *provider) admitted() error {
 	if p.refusedBySeed.Load() {
-		return ErrNotAdmitted
-	}
-	p.liveMu.Lock()
-	defer p.liveMu.Unlock()
-	if p.verify == nil {
-		return nil
-	}
-	passed, failed := 0, 0
-	for _, tr := range p.trust {
-		switch {
-		case tr.passed:
-			passed++
-		case !tr.failedAt.IsZero():
-			failed++
-		}
-	}
-	if passed == 0 && failed > 0 {
-		return fmt.Errorf("%w: no peer's remote passed mutual TLS (%d failed)", ErrNotAdmitted, failed)
+		return fmt.Errorf("%w: a reachable seed refused it (another gossip key or cluster name?)", ErrNotAdmitted)
 	}
 	return nil
 }

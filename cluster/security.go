@@ -307,6 +307,31 @@ func (s *tlsSource) load() error {
 	return nil
 }
 
+// verifySelf checks that this member's own certificate is signed by its CA
+// and valid now: a member whose peers would all refuse it must not start
+// and take every grain of a view that holds only itself.
+func (s *tlsSource) verifySelf() error {
+	cert, pool := s.current()
+	leaf := cert.Leaf
+	if leaf == nil {
+		var err error
+		if leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
+			return fmt.Errorf("parse remote TLS certificate %s: %w", s.files.CertFile, err)
+		}
+	}
+	inter := x509.NewCertPool()
+	for _, der := range cert.Certificate[1:] {
+		if c, err := x509.ParseCertificate(der); err == nil {
+			inter.AddCert(c)
+		}
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+		return fmt.Errorf("remote TLS certificate %s does not verify against the CA %s, so every peer would refuse this member: %w",
+			s.files.CertFile, s.files.CAFile, err)
+	}
+	return nil
+}
+
 func (s *tlsSource) current() (*tls.Certificate, *x509.CertPool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

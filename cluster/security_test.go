@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -478,4 +479,18 @@ func TestClusterPeerWithoutTLSGetsNoGrains(t *testing.T) {
 	peer := clustertest.StartMember(t, clustertest.MemberOptions{Name: "peer", ClusterName: "gate", Join: join,
 		FailureDetection: fd, Security: cluster.Security{GossipKeys: [][]byte{key}, TLS: &peerFiles}})
 	clustertest.WaitMembers(t, 30*time.Second, 2, seed, peer)
+}
+
+// TestClusterOwnCertificateMustVerify: a member whose certificate is not
+// signed by the CA it was given would be refused by every peer and, alone
+// in its view, take every grain; it does not start, and says why.
+func TestClusterOwnCertificateMustVerify(t *testing.T) {
+	dir := t.TempDir()
+	files := clustertest.NewCA(t, "cluster CA").Issue(t, dir, "member", "127.0.0.1")
+	files.CAFile = clustertest.NewCA(t, "another CA").Issue(t, dir, "other", "127.0.0.1").CAFile
+	_, err := cluster.Start(cluster.Config{ClusterName: "own-cert", GossipAddr: "127.0.0.1:0", RemoteAddr: "127.0.0.1:0",
+		Security: cluster.Security{TLS: &files}, Logger: slog.New(slog.DiscardHandler)})
+	if !errors.Is(err, cluster.ErrInvalidConfig) || !strings.Contains(err.Error(), "does not verify against the CA") {
+		t.Fatalf("start with a certificate of another CA: %v", err)
+	}
 }
