@@ -2,21 +2,37 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: test deploy-test race vet lint fuzz-smoke bench chaos-smoke flake-hunt measure demo games-1m ts-test web-test web-build
+.PHONY: test alloc-test deploy-test compose-test race vet lint fuzz-smoke bench chaos-smoke simulate flake-hunt measure demo games-1m ts-test web-test web-build nemesis nemesis-soak
 
 ## test: vet, then the whole suite under -race with a throwaway PostgreSQL, then
 ## the TypeScript client's tests.
 test: vet
 	deploy/pg-throwaway.sh run --fast -- $(GO) test -race -timeout 20m -count=1 $(PKGS)
+	$(MAKE) alloc-test
 	$(MAKE) ts-test
 	$(MAKE) web-test
 	$(MAKE) deploy-test
+	$(MAKE) compose-test
+	$(MAKE) nemesis
+
+## alloc-test: the allocation tests without -race, where sync.Pool keeps
+## its items (under -race they skip, e.g. protocol TestWriteFrameDoesNotAllocate).
+alloc-test:
+	$(GO) test -count=1 -run 'Alloc' ./protocol ./internal/...
 
 ## deploy-test: the deployment artifacts (deploy/: image recipe, compose file,
 ## Kubernetes manifests, alert rules, dashboard, local-cluster.sh) checked
 ## against a matchd built from this tree. A module of its own (deploy/go.mod).
 deploy-test:
 	cd deploy && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
+
+## compose-test: the image built (its runtime stage, from binaries built
+## here) and deploy/docker/compose.yaml run for real with podman-compose:
+## 3 members and PostgreSQL, a bot match, its owner's container stopped, the
+## match finished on another member; everything it made removed (about 2 min;
+## needs root, installs podman through apt; deploy/docker/compose-run.sh).
+compose-test:
+	GO=$(GO) deploy/docker/compose-run.sh
 
 ## ts-test: the TypeScript client library (clients/ts): vectors, board, session,
 ## and a match against a real matchd built with $(GO). Needs Node.js >= 18 and npm.
@@ -57,14 +73,25 @@ fuzz-smoke:
 bench:
 	deploy/pg-throwaway.sh run -- $(GO) test -run '^$$' -bench . -benchmem ./protocol ./game ./persistence ./edge ./cluster ./cluster/envelope
 
-## chaos-smoke: the multi-process kill tests only (cluster and cmd/), verbose.
+## chaos-smoke: the multi-process kill tests only (cluster and cmd/), verbose,
+## every matchd node of cmd/matchd's TestChaos…/TestCluster… the -race build
+## (MATCHGRAIN_CHAOS_RACE), so that a race in a recovery path fails them
+## (make test runs them with plain nodes, except TestChaosKillOwnerMatchContinues).
 chaos-smoke:
-	deploy/pg-throwaway.sh run --fast -- $(GO) test -count=1 -run 'TestChaos|TestCluster' -v ./cluster ./cmd/...
+	MATCHGRAIN_CHAOS_RACE=1 deploy/pg-throwaway.sh run --fast -- $(GO) test -count=1 -timeout 30m -run 'TestChaos|TestCluster' -v ./cluster ./cmd/...
+
+## simulate: the deterministic simulation of the match grain (actors/sim):
+## SIM_MATCHES seeded matches under faults (default 1,000,000) on every core,
+## invariants after every step; a failure prints the seed that replays it.
+## make test runs 10,000 of them.
+SIM_MATCHES ?= 1000000
+simulate:
+	SIM_MATCHES=$(SIM_MATCHES) $(GO) test -count=1 -timeout 180m -run 'TestSimulation$$' -v ./actors/sim
 
 ## flake-hunt: the timing-sensitive packages FLAKE_COUNT times in a row under
 ## -race (go test -count), stopping at the first failure, to catch tests that
 ## fail only sometimes. The chaos tests' failover bounds run MATCHGRAIN_KILLS
-## kills per pass (default 1). The longest package comes first: go test starts
+## kills per pass (default 3). The longest package comes first: go test starts
 ## packages in the order given, two at a time on 2 cores, so the others run
 ## beside it instead of after it (about 40 min for 10 passes here).
 FLAKE_COUNT ?= 10
@@ -83,3 +110,26 @@ demo:
 ## games-1m: the million-game random-play run of the rules engine.
 games-1m:
 	MATCHGRAIN_GAMES=1000000 $(GO) test ./game -run TestRandomPlay -timeout 0 -v
+
+## nemesis: faults as production has them (nemesis/; needs root, iproute2,
+## nftables): matchd members and PostgreSQL in network namespaces, bot
+## matches through random members while links are cut, made lossy or slow
+## and members paused or killed, on a schedule from a printed seed
+## (NEMESIS_SEED to repeat one); the last lines are the checker's report.
+## Skipped with a message when not root.
+NEMESIS_DURATION ?= 2m
+NEMESIS_MATCHES ?= 20
+NEMESIS_MEMBERS ?= 5
+NEMESIS_SEED ?= 0
+NEMESIS_FLAGS ?=
+nemesis:
+	@if [ "$$(id -u)" != 0 ]; then echo "nemesis: skipped (needs root: network namespaces, nft, tc)"; exit 0; fi; \
+	dir=$$(mktemp -d /tmp/nemesis-bin-XXXXXX) && \
+	$(GO) build -o $$dir/matchd ./cmd/matchd && $(GO) build -o $$dir/nemesis ./cmd/nemesis && \
+	$$dir/nemesis run --matchd $$dir/matchd --duration $(NEMESIS_DURATION) --matches $(NEMESIS_MATCHES) \
+		--members $(NEMESIS_MEMBERS) --seed $(NEMESIS_SEED) $(NEMESIS_FLAGS); rc=$$?; rm -rf $$dir; exit $$rc
+
+## nemesis-soak: the 30-minute soak of docs/operations.md §9 (200 matches in
+## play, every fault kind about 8 times).
+nemesis-soak:
+	$(MAKE) nemesis NEMESIS_DURATION=30m NEMESIS_MATCHES=200

@@ -31,20 +31,15 @@ func TestWorkerDispatcherNeverQueues(t *testing.T) {
 	waitOrFail(t, &done, "all batches to finish")
 
 	// Parked goroutines are bounded and leave when idle.
-	deadline := time.Now().Add(5 * time.Second)
-	for d.parked() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines still parked after the idle time", d.parked())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	// A parked goroutine takes the next batch.
+	waitFor(t, "every parked goroutine to leave after the idle time", func() bool { return d.parked() == 0 })
+	// A parked goroutine takes the next batch: the one that ran the first
+	// parks when done, and no other starts.
 	var again sync.WaitGroup
 	again.Add(2)
 	d.Schedule(again.Done)
-	time.Sleep(10 * time.Millisecond)
-	if d.parked() != 1 {
-		t.Fatalf("%d parked after one batch, want 1", d.parked())
+	waitFor(t, "the goroutine of one batch to park", func() bool { return d.parked() >= 1 })
+	if n := d.parked(); n != 1 {
+		t.Fatalf("%d parked after one batch, want 1", n)
 	}
 	d.Schedule(again.Done)
 	waitOrFail(t, &again, "batches on a parked goroutine")
@@ -67,17 +62,12 @@ func TestWorkerDispatcherKeepsFewParked(t *testing.T) {
 	waitOrFail(t, &started, "the burst to start")
 	close(release)
 	waitOrFail(t, &done, "the burst to finish")
-	deadline := time.Now().Add(10 * time.Second)
-	for d.parked() < burst {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d parked after the burst, want %d", d.parked(), burst)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "the whole burst to park", func() bool { return d.parked() >= burst })
 	// One batch every 2 ms: taken in turn, each of the 32 would be reused
-	// every 64 ms, well within the idle time, and none would leave.
+	// every 64 ms, well within the idle time, and none would leave. The
+	// pause is the load's pace, not a wait for something to happen.
 	ran := make(chan struct{}, 1)
-	deadline = time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for d.parked() > 2 {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d still parked under a load of one batch at a time, want at most 2", d.parked())

@@ -38,7 +38,9 @@ var (
 // Requester routes a request to the grain of identity wherever it lives and
 // returns its reply. msg is a value registered with envelope.Register; the
 // reply may come back unwrapped or as an *envelope.Msg. cluster.Node
-// satisfies it.
+// satisfies it, and is where grain calls are retried (timeouts, lost
+// members, and a Reply whose activation is going away: Reply.ActivationMoving);
+// the Gateway itself never retries.
 type Requester interface {
 	Request(ctx context.Context, identity, kind string, msg any) (any, error)
 }
@@ -206,11 +208,14 @@ func (g *Gateway) MatchExists(ctx context.Context, matchID string) (bool, error)
 	return true, nil
 }
 
-// call sends one request to a grain and retries what is worth retrying
-// (timeouts, a grain that is moving) with jittered backoff until ctx ends.
-// The first attempt's success is handled here and everything else in
-// callAgain, so that the frame every edge reader carries while it waits for
-// its grain stays small (docs/performance.md §4, "A reader's frames stay small").
+// call sends one request to a grain and turns its reply into an error
+// where it is one. It does not retry: the Requester does (cluster.Node
+// retries timeouts, lost members and activations that are going away, a
+// Reply with ReplyUnavailable, until ctx ends), so a grain call has one
+// retry policy. The first attempt's success is handled here and everything
+// else in settle, so that the frame every edge reader carries while it
+// waits for its grain stays small (docs/performance.md §4, "A reader's
+// frames stay small").
 func (g *Gateway) call(ctx context.Context, matchID string, msg any) (*Reply, error) {
 	res, err := g.attempt(ctx, matchID, msg)
 	if err == nil {
@@ -218,7 +223,7 @@ func (g *Gateway) call(ctx context.Context, matchID string, msg any) (*Reply, er
 			return r, nil
 		}
 	}
-	return g.callAgain(ctx, matchID, msg, res, err)
+	return g.settle(matchID, res, err)
 }
 
 // okReply returns v as a *Reply (unwrapped by the Requester or still in its
@@ -230,50 +235,40 @@ func okReply(v any) *Reply {
 	return nil
 }
 
-// callAgain goes on with call from an attempt that gave res or err.
-func (g *Gateway) callAgain(ctx context.Context, matchID string, msg, res any, err error) (*Reply, error) {
-	backoff := 20 * time.Millisecond
-	for {
-		var r *Reply
-		if err == nil {
-			r, err = asReply(res)
-		}
-		if err == nil {
-			switch r.Code {
-			case ReplyOK:
-				return r, nil
-			case ReplyNotFound:
-				return r, ErrMatchNotFound
-			case ReplyTicketUsed:
-				return r, ErrTicketUsed
-			case ReplyNotAttached:
-				return r, errNotAttached
-			case ReplyReplaced:
-				return r, errReplaced
-			case ReplyBadRequest:
-				return r, fmt.Errorf("%w: %s", ErrBadRequest, r.Message)
-			case ReplyUnavailable:
-				// The activation that answered is stopping (fenced,
-				// superseded, refused): the retry must resolve the match
-				// again instead of reaching it through the cached PID.
-				if g.cfg.Forget != nil {
-					g.cfg.Forget(matchID)
-				}
-			}
-			err = fmt.Errorf("grain: %s", r.Message)
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w: match %s: %w", ErrUnavailable, matchID, err)
-		}
-		sleep := backoff/2 + mrand.N(backoff)
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: match %s: %w", ErrUnavailable, matchID, err)
-		case <-time.After(sleep):
-		}
-		backoff = min(2*backoff, time.Second)
-		res, err = g.attempt(ctx, matchID, msg)
+// settle is call's answer for anything but a ReplyOK: the sentinel of the
+// reply's code, or ErrUnavailable when no activation answered in time.
+//
+//go:noinline
+func (g *Gateway) settle(matchID string, res any, err error) (*Reply, error) {
+	var r *Reply
+	if err == nil {
+		r, err = asReply(res)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: match %s: %w", ErrUnavailable, matchID, err)
+	}
+	switch r.Code {
+	case ReplyOK:
+		return r, nil
+	case ReplyNotFound:
+		return r, ErrMatchNotFound
+	case ReplyTicketUsed:
+		return r, ErrTicketUsed
+	case ReplyNotAttached:
+		return r, errNotAttached
+	case ReplyReplaced:
+		return r, errReplaced
+	case ReplyBadRequest:
+		return r, fmt.Errorf("%w: %s", ErrBadRequest, r.Message)
+	case ReplyUnavailable:
+		// A Requester that does not retry (a test's) hands the moving
+		// activation's answer back; the next call must resolve the match
+		// again instead of reaching it through the cached PID.
+		if g.cfg.Forget != nil {
+			g.cfg.Forget(matchID)
+		}
+	}
+	return nil, fmt.Errorf("%w: match %s: grain: %s", ErrUnavailable, matchID, r.Message)
 }
 
 // attempt is one request of call. A ctx with a deadline (every edge
@@ -361,7 +356,7 @@ func (g *Gateway) OpenSeat(ctx context.Context, req SeatRequest, sink Sink) (*Se
 	if req.Seat < 0 || req.Seat > 1 {
 		return nil, fmt.Errorf("%w: seat %d", ErrBadRequest, req.Seat)
 	}
-	s := &Seat{gw: g, matchID: req.MatchID, seat: req.Seat, sink: sink, initial: make(chan struct{})}
+	s := &Seat{gw: g, matchID: req.MatchID, seat: req.Seat, sink: sink, initial: make(chan struct{}), ticketExpiresMs: req.TicketExpires.UnixMilli()}
 	s.lastSeq.Store(req.ResumeFromSeq)
 	if err := s.register(g.cfg.System, "seat-"+req.MatchID+"-"+mustRandomSuffix()); err != nil {
 		return nil, err
@@ -372,6 +367,10 @@ func (g *Gateway) OpenSeat(ctx context.Context, req SeatRequest, sink Sink) (*Se
 	})
 	if err != nil {
 		s.proc.Stop(s.pid)
+		if errors.Is(err, errReplaced) {
+			// A newer connection of this seat holds it (seats.go onAttach).
+			return nil, fmt.Errorf("%w: %w", ErrDetached, err)
+		}
 		return nil, err
 	}
 	g.mu.Lock()
@@ -421,6 +420,9 @@ type Seat struct {
 	pid     *actor.PID
 	// proc is what pid resolves to in the process registry (register).
 	proc seatProcess
+	// ticketExpiresMs is the opening ticket's expiry; re-attaches carry it
+	// so that a new activation orders takeovers as the old one did.
+	ticketExpiresMs int64
 
 	lastSeq     atomic.Int64
 	epoch       atomic.Int64
@@ -469,12 +471,14 @@ func (s *Seat) request(ctx context.Context, msg any) error {
 	if err == nil {
 		return nil
 	}
-	return s.requestAgain(ctx, msg, err)
+	return s.reattachAndRepeat(ctx, msg, err)
 }
 
-// requestAgain goes on with request after the first call gave err; out of
-// line for the reader's stack, like Gateway.callAgain.
-func (s *Seat) requestAgain(ctx context.Context, msg any, err error) error {
+// reattachAndRepeat goes on with request after the first call gave err: it
+// re-attaches the seat and repeats msg if the grain no longer knew the seat
+// (a protocol step, not a retry of the transport, which the Requester
+// owns); out of line for the reader's stack, like Gateway.settle.
+func (s *Seat) reattachAndRepeat(ctx context.Context, msg any, err error) error {
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			if s.detached.Load() {
@@ -501,7 +505,7 @@ func (s *Seat) reattach(ctx context.Context) error {
 		return ErrDetached
 	}
 	_, err := s.gw.call(ctx, s.matchID, &AttachSeat{
-		Seat: s.seat, Reattach: true, ResumeFromSeq: s.lastSeq.Load(),
+		Seat: s.seat, Reattach: true, ResumeFromSeq: s.lastSeq.Load(), TicketExpiresMs: s.ticketExpiresMs,
 		SessionAddr: s.pid.Address, SessionID: s.pid.Id, SeenEpoch: s.epoch.Load(),
 	})
 	if errors.Is(err, errReplaced) {

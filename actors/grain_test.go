@@ -75,7 +75,7 @@ func startTestNode(t *testing.T, timing Timing) *testNode {
 
 func startTestNodeOn(t *testing.T, timing Timing, inner persistence.Store) *testNode {
 	t.Helper()
-	return startTestNodeRules(t, timing, inner, toyRules{})
+	return startTestNodeRules(t, timing, inner, ToyRules{})
 }
 
 // startTestNodeRules starts a node with rules; tune, if given, adjusts the
@@ -414,6 +414,68 @@ func TestGrainTakeoverDetachesOldSeat(t *testing.T) {
 	}
 }
 
+// TestGrainStaleAttachDoesNotReplaceNewer: a connection the client gave up
+// on (its attach was held up by a partition, and the client reconnected
+// elsewhere with a fresh ticket) may have its attach land after the newer
+// connection's. It must not take the seat over: the newer connection stays
+// attached and the stale attach is refused. Its ticket was issued first, so
+// it expires first. Found by the nemesis harness (docs/operations.md §9):
+// the stale attach replaced the live one, whose client then stopped on
+// 4409, and the match waited for the absence timeout.
+func TestGrainStaleAttachDoesNotReplaceNewer(t *testing.T) {
+	tn := startTestNode(t, fastTiming())
+	id := tn.create(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	issued := time.Now()
+	newer := SeatRequest{MatchID: id, Seat: 0, TicketID: "newer", TicketExpires: issued.Add(2 * time.Minute)}
+	kNew := newFrameSink()
+	sNew, err := tn.gw.OpenSeat(ctx, newer, kNew)
+	if err != nil {
+		t.Fatalf("open the newer connection: %v", err)
+	}
+	defer sNew.Close(false)
+	expectFrame[*protocol.ServerHello](t, kNew)
+
+	stale := SeatRequest{MatchID: id, Seat: 0, TicketID: "stale", TicketExpires: issued.Add(time.Minute)}
+	if s, err := tn.gw.OpenSeat(ctx, stale, newFrameSink()); !errors.Is(err, ErrDetached) {
+		if s != nil {
+			s.Close(false)
+		}
+		t.Fatalf("stale attach after a newer one: %v, want ErrDetached", err)
+	}
+	select {
+	case r := <-kNew.detached:
+		t.Fatalf("the newer connection was detached (reason %d) by a stale attach", r)
+	default:
+	}
+	// The newer connection still acts: its intent is answered.
+	sendIntent(t, sNew, "after-stale", 1, protocol.EndTurn{})
+	for {
+		if res, ok := kNew.next(t).(*protocol.ServerIntentResult); ok {
+			if res.IntentID != "after-stale" {
+				t.Fatalf("the newer connection's intent: %+v", res)
+			}
+			break
+		}
+	}
+	// A later ticket still takes the seat over.
+	later := SeatRequest{MatchID: id, Seat: 0, TicketID: "later", TicketExpires: issued.Add(3 * time.Minute)}
+	sLater, err := tn.gw.OpenSeat(ctx, later, newFrameSink())
+	if err != nil {
+		t.Fatalf("takeover with a later ticket: %v", err)
+	}
+	defer sLater.Close(false)
+	select {
+	case r := <-kNew.detached:
+		if r != DetachReplaced {
+			t.Fatalf("detach reason %d, want replaced", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a later ticket did not take the seat over")
+	}
+}
+
 // TestGrainResultsDoNotWaitForCheckpoints: the snapshot that falls due on an
 // intent and the finished mark of a match's last one are written after the
 // result is sent, not before. Both are held in the store (with a store
@@ -423,7 +485,7 @@ func TestGrainResultsDoNotWaitForCheckpoints(t *testing.T) {
 	for _, sk := range storeKinds {
 		t.Run(sk.name, func(t *testing.T) {
 			timing := fastTiming()
-			tn := startTestNodeRules(t, timing, sk.open(t), toyRules{}, func(d *GrainDeps) {
+			tn := startTestNodeRules(t, timing, sk.open(t), ToyRules{}, func(d *GrainDeps) {
 				d.StoreTimeout = 5 * time.Minute
 			})
 			id := tn.create(t, 0)

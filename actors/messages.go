@@ -110,6 +110,14 @@ type Reply struct {
 	Status *MatchStatus `msgpack:",omitempty"`
 }
 
+// ActivationMoving says whether the activation that answered is going away
+// (ReplyUnavailable: stopping, fenced, or refusing to activate): the
+// cluster's request then drops its cached PID and retries at the next
+// activation (cluster.Moving), the one retry of a grain call.
+func (r *Reply) ActivationMoving() (reason string, moving bool) {
+	return r.Message, r.Code == ReplyUnavailable
+}
+
 // OutFrame is one encoded server frame for a seat. ToSeq is the last event
 // seq the frame brings the seat to (events and snapshots), 0 for others, so a
 // seat can drop a batch it already has.

@@ -64,27 +64,34 @@ func TestSessionPingsOnlyWhenSilent(t *testing.T) {
 
 	const ping = 50 * time.Millisecond
 	silent := start(0, ping)
-	before := framesIn(t, reg)
-	time.Sleep(20 * ping)
-	pings := framesIn(t, reg) - before
-	// 20 intervals: a ticker-free pinger sends one per interval; timers
-	// delayed on a loaded machine send fewer, never more.
-	if pings < 3 || pings > 21 {
-		t.Fatalf("a session silent for 20 ping intervals sent %v frames, want about 20", pings)
+	// A silent session pings once per interval: the server counts 10 pings
+	// (polled), and they took at least 9 intervals after the first one was
+	// counted. Timers delayed on a loaded machine send fewer, never more.
+	pollUntil(t, func() bool { return framesIn(t, reg) >= 1 })
+	first, from := framesIn(t, reg), time.Now()
+	pollUntil(t, func() bool { return framesIn(t, reg)-first >= 9 })
+	if took := time.Since(from); took < 8*ping {
+		t.Fatalf("a silent session sent 9 pings in %v, faster than one per %v", took, ping)
 	}
 	pollUntil(t, func() bool { return silent.ClockOffset() != 0 })
 	silent.Close()
 
+	// A session that sends twice per interval never pings: every frame the
+	// server counts is a resync. The pause is the sender's pace.
 	busy := start(1, 4*ping)
-	before = framesIn(t, reg)
+	before := framesIn(t, reg)
 	sent := 0
+	pace := time.NewTicker(ping / 2)
+	defer pace.Stop()
 	for range 16 {
 		if err := busy.Resync(false); err != nil {
 			t.Fatalf("resync: %v", err)
 		}
 		sent++
-		time.Sleep(ping / 2)
+		<-pace.C
 	}
+	// Every resync counted (polled), then no more than them.
+	pollUntil(t, func() bool { return framesIn(t, reg)-before >= float64(sent) })
 	if got := framesIn(t, reg) - before; got != float64(sent) {
 		t.Fatalf("a session that sent every %v with a ping interval of %v sent %v frames for its %d resyncs",
 			ping/2, 4*ping, got, sent)

@@ -52,7 +52,8 @@ type reply struct {
 //
 // It retries with jittered exponential backoff until ctx ends: attempts that
 // time out (Config.RequestTimeout each), find no owner, or get a
-// GrainErrorResponse with reason UNAVAILABLE (a fenced activation). An
+// GrainErrorResponse with reason UNAVAILABLE (a fenced activation) or a
+// reply that says its activation is going away (Moving). An
 // attempt in flight to a member that leaves the topology is abandoned and
 // re-sent at once to the new owner. A timed-out or abandoned attempt may still
 // have been delivered, so msg can arrive more than once: grain commands must
@@ -104,7 +105,11 @@ func (n *Node) retry(ctx context.Context, identity, kind string, wire any, attem
 		if !again {
 			return v, err
 		}
-		lastErr = err
+		if lastErr == nil || !isContextErr(err) {
+			// An attempt cut by ctx's end says nothing new: the error
+			// reports the one before it (a moving activation's reason).
+			lastErr = err
+		}
 		wait = !errors.Is(err, errMemberLost)
 	}
 }
@@ -269,12 +274,29 @@ func (p *replyProcess) SendSystemMessage(*actor.PID, any) {}
 // Stop implements actor.Process; attemptLocal removes the process itself.
 func (p *replyProcess) Stop(*actor.PID) {}
 
+// Moving is implemented by replies that can say the activation that
+// answered is going away (stopping, fenced by a newer one, or refusing to
+// activate on a draining member): Request then drops the cached PID and
+// tries again, within ctx and with the same backoff as any other attempt,
+// so that callers have one retry policy, this one. The match grain's Reply
+// implements it.
+type Moving interface {
+	// ActivationMoving reports whether the request should go to the
+	// identity's next activation, and why (for the error if none answers).
+	ActivationMoving() (reason string, moving bool)
+}
+
 // unwrapReply turns a grain reply into the caller's value or error.
 func (n *Node) unwrapReply(identity, kind string, resp any) (v any, retry bool, err error) {
 	switch r := resp.(type) {
 	case *envelope.Msg:
 		if u, ok := r.V.(*envelope.Unknown); ok {
 			return nil, false, fmt.Errorf("%w from %s/%s: %q: %w", ErrBadReply, kind, identity, u.Type, u.Err)
+		}
+		if m, ok := r.V.(Moving); ok {
+			if why, moving := m.ActivationMoving(); moving {
+				return n.moving(identity, kind, why)
+			}
 		}
 		return r.V, false, nil
 	case *pcluster.GrainErrorResponse:
@@ -285,9 +307,27 @@ func (n *Node) unwrapReply(identity, kind string, resp any) (v any, retry bool, 
 			return nil, true, fmt.Errorf("grain %s/%s: %w", kind, identity, r)
 		}
 		return nil, false, fmt.Errorf("cluster: grain %s/%s: %w", kind, identity, r)
+	case Moving:
+		if why, moving := r.ActivationMoving(); moving {
+			return n.moving(identity, kind, why)
+		}
+		return resp, false, nil
 	default:
 		return resp, false, nil
 	}
+}
+
+// errMoving: the activation that answered is going away (Moving).
+var errMoving = errors.New("the activation is going away")
+
+// moving drops the cached PID of an activation that said it is going away,
+// for the next attempt to resolve the identity again. Out of line, like
+// localFailed.
+//
+//go:noinline
+func (n *Node) moving(identity, kind, why string) (any, bool, error) {
+	n.c.PidCache.Remove(identity, kind)
+	return nil, true, fmt.Errorf("grain %s/%s: %w: %s", kind, identity, errMoving, why)
 }
 
 func (n *Node) unavailable(identity, kind string, attempts int, ctxErr, lastErr error) error {
@@ -320,6 +360,11 @@ func wireMessage(msg any) (any, error) {
 		return nil, fmt.Errorf("%w: %T is not protobuf and not registered with envelope.Register", ErrNotSerializable, msg)
 	}
 	return envelope.Wrap(msg), nil
+}
+
+// isContextErr reports whether err is only a context's end.
+func isContextErr(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -75,8 +75,9 @@ func TestCheckIdentity(t *testing.T) {
 }
 
 // TestLoadEmbedded: a node without a token and a database keeps its
-// generated admin token in a file only its owner reads, and finds it again
-// after a restart; a given token wins and writes nothing.
+// generated admin token in a file only its owner reads and its ticket key in
+// its store, and finds both again after a restart; a given token wins and
+// writes nothing.
 func TestLoadEmbedded(t *testing.T) {
 	dir := t.TempDir()
 	store, err := persistence.OpenEmbedded(filepath.Join(dir, "store"))
@@ -96,8 +97,9 @@ func TestLoadEmbedded(t *testing.T) {
 		t.Fatalf("token file %v %v, told %q, token length %d", fi, err, first.AdminTokenAt, len(first.AdminToken))
 	}
 	again, err := clusterkeys.Load(ctx, o, store)
-	if err != nil || again.AdminToken != first.AdminToken || len(again.TicketKey) != clusterkeys.TicketKeyLen || again.Shared() {
-		t.Fatalf("restart: %v, token kept %v, ticket key %d bytes, shared %v", err, again.AdminToken == first.AdminToken, len(again.TicketKey), again.Shared())
+	if err != nil || again.AdminToken != first.AdminToken || !bytes.Equal(again.TicketKey, first.TicketKey) || len(again.TicketKey) != clusterkeys.TicketKeyLen {
+		t.Fatalf("restart: %v, token kept %v, ticket key kept %v (%d bytes)", err, again.AdminToken == first.AdminToken,
+			bytes.Equal(again.TicketKey, first.TicketKey), len(again.TicketKey))
 	}
 	given := t.TempDir()
 	o.DataDir, o.AdminToken = given, "given-token"

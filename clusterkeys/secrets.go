@@ -64,22 +64,24 @@ type Secrets struct {
 }
 
 // Load returns the node's admin token and ticket keys. An explicit option
-// always wins. Otherwise, with a store that implements
-// persistence.ClusterKeys (PostgreSQL), the secrets are shared through the
-// database (the first member to start creates them, the others read them),
-// so members started without them still accept each other's tickets; an
-// embedded single node generates its ticket key for this run and keeps its
-// admin token in DataDir/AdminTokenFile.
+// always wins. Otherwise the store keeps them (persistence.ClusterKeys): with
+// PostgreSQL they are shared through the database (the first member to start
+// creates them, the others read them), so members started without them
+// still accept each other's tickets; the embedded store keeps the ticket
+// keys the same way, so a restarted node's tickets and seat links still
+// work. The embedded node's admin token lives in DataDir/AdminTokenFile,
+// where its operator can read it (a bbolt file is no place to look for one).
 func Load(ctx context.Context, o Options, store persistence.Store) (*Secrets, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
 	s := &Secrets{opts: o}
 	ck, shared := store.(persistence.ClusterKeys)
+	_, embedded := store.(*persistence.EmbeddedStore)
 	switch {
 	case o.AdminToken != "":
 		s.AdminToken, s.AdminTokenAt = o.AdminToken, "--admin-token (MATCHD_ADMIN_TOKEN)"
-	case shared:
+	case shared && !embedded:
 		tok, err := sharedSecret(ctx, ck, PurposeAdminToken, func() ([]byte, error) {
 			b, err := randomBytes(16)
 			return []byte(hex.EncodeToString(b)), err
@@ -121,7 +123,7 @@ func Load(ctx context.Context, o Options, store persistence.Store) (*Secrets, er
 			return nil, fmt.Errorf("generate ticket key: %w", err)
 		}
 		s.TicketKey = k
-		o.Logger.Info("no ticket key and no database: generated a key for this run; other edges will not accept this node's tickets")
+		o.Logger.Info("no ticket key and a store that keeps none: generated a key for this run; other edges will not accept this node's tickets")
 	}
 	return s, nil
 }

@@ -130,7 +130,9 @@ func TestDockerfile(t *testing.T) {
 }
 
 // composeFile is the part of the compose specification compose.yaml uses;
-// decoding is strict, so a misspelt key fails.
+// decoding is strict, so a misspelt key fails. There is no networks key:
+// podman-compose 1.0.3 supports neither ipv4_address nor every form of it,
+// and members find each other by service name on the default network.
 type composeFile struct {
 	Name     string `json:"name"`
 	Services map[string]struct {
@@ -139,6 +141,7 @@ type composeFile struct {
 			Context    string `json:"context"`
 			Dockerfile string `json:"dockerfile"`
 		} `json:"build"`
+		Entrypoint  []string          `json:"entrypoint"`
 		Restart     string            `json:"restart"`
 		Environment map[string]string `json:"environment"`
 		Ports       []string          `json:"ports"`
@@ -153,23 +156,25 @@ type composeFile struct {
 		} `json:"healthcheck"`
 		Volumes         []string `json:"volumes"`
 		StopGracePeriod string   `json:"stop_grace_period"`
-		Networks        map[string]struct {
-			IPv4Address string `json:"ipv4_address"`
-		} `json:"networks"`
 	} `json:"services"`
-	Networks map[string]struct {
-		IPAM struct {
-			Config []struct {
-				Subnet string `json:"subnet"`
-			} `json:"config"`
-		} `json:"ipam"`
-	} `json:"networks"`
 	Volumes map[string]struct{} `json:"volumes"`
 }
 
+// composeVar is ${NAME:-default} or ${NAME} in compose.yaml; $$ is a $.
+var composeVar = regexp.MustCompile(`\$\{[A-Z0-9_]+(?::-([^}]*))?\}`)
+
+// withDefaults is v as compose reads it with none of its variables set.
+func withDefaults(v string) string {
+	v = composeVar.ReplaceAllString(v, "$1")
+	return strings.ReplaceAll(v, "$$", "$")
+}
+
 // TestComposeFile checks compose.yaml: three matchd members and PostgreSQL
-// 15, env names that matchd reads, gossip and remote addresses that are each
-// member's own IP, seeds that are members, and ports that match the image.
+// 15, env names that matchd reads, a gossip address that is each member's
+// own IP (set by the entry point), a remote advertised under the member's
+// service name with a certificate for it, seeds that are members, and
+// ports that match the image. deploy/docker/compose-run.sh (make
+// compose-test) runs the file for real with podman-compose.
 func TestComposeFile(t *testing.T) {
 	s := theServer(t)
 	b, err := os.ReadFile("docker/compose.yaml")
@@ -192,14 +197,15 @@ func TestComposeFile(t *testing.T) {
 		t.Fatalf("compose.yaml: %v", err)
 	}
 	pg, ok := cf.Services["postgres"]
-	if !ok || pg.Image != "postgres:15" || pg.Healthcheck == nil {
+	if !ok || withDefaults(pg.Image) != "postgres:15" || pg.Healthcheck == nil {
 		t.Errorf("want a postgres service on postgres:15 with a health check")
 	}
 	imageEnv := dockerEnv(t)
 	_, listen := addrPort(t, "image MATCHD_LISTEN", imageEnv["MATCHD_LISTEN"])
 	_, tcp := addrPort(t, "image MATCHD_TCP_LISTEN", imageEnv["MATCHD_TCP_LISTEN"])
-	gossipAddrs := map[string]bool{}
+	gossipPorts := map[string]int{}
 	members := 0
+	secrets := runClusterSecrets(t, "docker/compose.yaml")
 	for name, svc := range cf.Services {
 		if svc.Build == nil {
 			continue
@@ -209,59 +215,61 @@ func TestComposeFile(t *testing.T) {
 		if _, err := os.Stat(filepath.Join("docker", svc.Build.Context, svc.Build.Dockerfile)); err != nil {
 			t.Errorf("%s: build %s/%s: %v", where, svc.Build.Context, svc.Build.Dockerfile, err)
 		}
-		for k := range svc.Environment {
+		env := map[string]string{}
+		for k, v := range svc.Environment {
 			s.checkEnv(t, where, k)
+			env[k] = withDefaults(v)
+		}
+		// The entry point sets the gossip address to the container's IP
+		// and runs the image's matchd.
+		entry := withDefaults(strings.Join(svc.Entrypoint, " "))
+		m := regexp.MustCompile(`\b(MATCHD_GOSSIP_ADDR)=\$\(hostname -i[^)]*\):(\d+) exec /usr/local/bin/matchd"?$`).FindStringSubmatch(entry)
+		if m == nil {
+			t.Errorf("%s: entrypoint %q does not set MATCHD_GOSSIP_ADDR to the container's IP and exec matchd", where, entry)
+		} else {
+			s.checkEnv(t, where+" entrypoint", m[1])
+			gossipPorts[name], _ = strconv.Atoi(m[2])
 		}
 		if svc.DependsOn["postgres"].Condition != "service_healthy" {
 			t.Errorf("%s: must wait for a healthy postgres", where)
 		}
-		if !strings.Contains(svc.Environment["MATCHD_DATABASE_URL"], "@postgres:5432/") {
+		if !strings.Contains(env["MATCHD_DATABASE_URL"], "@postgres:5432/") {
 			t.Errorf("%s: MATCHD_DATABASE_URL must point at the postgres service", where)
 		}
-		var ip string
-		for _, n := range svc.Networks {
-			ip = n.IPv4Address
+		// Peers dial the advertised remote by service name; its port is
+		// the one the remote binds.
+		host, port := addrPort(t, where+" MATCHD_ADVERTISE_REMOTE_ADDR", env["MATCHD_ADVERTISE_REMOTE_ADDR"])
+		bindHost, bindPort := addrPort(t, where+" MATCHD_REMOTE_ADDR", env["MATCHD_REMOTE_ADDR"])
+		if host != name || port != bindPort || bindHost != "0.0.0.0" {
+			t.Errorf("%s: remote binds %q and advertises %q, want 0.0.0.0:P and %s:P", where, env["MATCHD_REMOTE_ADDR"], env["MATCHD_ADVERTISE_REMOTE_ADDR"], name)
 		}
-		for _, k := range []string{"MATCHD_GOSSIP_ADDR", "MATCHD_REMOTE_ADDR"} {
-			if host, _ := addrPort(t, where+" "+k, svc.Environment[k]); host != ip {
-				t.Errorf("%s: %s = %q, want the member's own address %s", where, k, svc.Environment[k], ip)
-			}
-		}
-		gossipAddrs[svc.Environment["MATCHD_GOSSIP_ADDR"]] = true
 		for _, k := range []string{"MATCHD_LISTEN", "MATCHD_TCP_LISTEN"} {
-			if v, ok := svc.Environment[k]; ok && v != imageEnv[k] {
+			if v, ok := env[k]; ok && v != imageEnv[k] {
 				t.Errorf("%s: %s = %q differs from the image's %q", where, k, v, imageEnv[k])
 			}
 		}
 		for _, p := range svc.Ports {
-			_, container, _ := strings.Cut(p, ":")
+			_, container, _ := strings.Cut(withDefaults(p), ":")
 			if container != itoa(listen) && container != itoa(tcp) {
 				t.Errorf("%s: port %q maps to neither the HTTP (%d) nor the TCP (%d) port", where, p, listen, tcp)
 			}
 		}
-	}
-	// Cluster secrets: mounted files, and the command in the file's header
-	// makes a certificate for each member's remote address.
-	secrets := runClusterSecrets(t, "docker/compose.yaml")
-	for name, svc := range cf.Services {
-		if svc.Build == nil {
-			continue
-		}
+		// Cluster secrets: mounted files, and the command in the file's
+		// header makes a certificate for the advertised name.
 		mounts := map[string]bool{}
 		for _, v := range svc.Volumes {
-			parts := strings.Split(v, ":")
+			parts := strings.Split(withDefaults(v), ":")
 			if len(parts) >= 2 {
 				mounts[parts[1]] = true
 			}
 		}
 		for _, k := range []string{"MATCHD_GOSSIP_KEY_FILE", "MATCHD_CLUSTER_TLS_CA", "MATCHD_CLUSTER_TLS_CERT", "MATCHD_CLUSTER_TLS_KEY"} {
-			if !mounts[filepath.Dir(svc.Environment[k])] {
-				t.Errorf("compose %s: %s = %q is not in a mounted volume", name, k, svc.Environment[k])
+			if !mounts[filepath.Dir(env[k])] {
+				t.Errorf("%s: %s = %q is not in a mounted volume", where, k, env[k])
 			}
 		}
 		if secrets != "" {
-			host, _ := addrPort(t, name, svc.Environment["MATCHD_REMOTE_ADDR"])
-			checkMemberCert(t, secrets, strings.TrimSuffix(filepath.Base(svc.Environment["MATCHD_CLUSTER_TLS_CERT"]), ".crt"), host)
+			checkMemberCert(t, secrets, strings.TrimSuffix(filepath.Base(env["MATCHD_CLUSTER_TLS_CERT"]), ".crt"), host)
 		}
 	}
 	if members != 3 {
@@ -271,8 +279,9 @@ func TestComposeFile(t *testing.T) {
 		if svc.Build == nil {
 			continue
 		}
-		for _, seed := range strings.Split(svc.Environment["MATCHD_JOIN"], ",") {
-			if !gossipAddrs[seed] {
+		for _, seed := range strings.Split(withDefaults(svc.Environment["MATCHD_JOIN"]), ",") {
+			host, port := addrPort(t, "compose "+name+" MATCHD_JOIN", seed)
+			if p, ok := gossipPorts[host]; !ok || p != port {
 				t.Errorf("compose %s: seed %q is no member's gossip address", name, seed)
 			}
 		}

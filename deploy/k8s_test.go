@@ -342,8 +342,7 @@ func TestKubernetesManifests(t *testing.T) {
 // returns that directory ("" without openssl).
 func runClusterSecrets(t *testing.T, doc string) string {
 	t.Helper()
-	if _, err := exec.LookPath("openssl"); err != nil {
-		t.Logf("no openssl: the certificates of %s are not checked", doc)
+	if !haveTool(t, "openssl", "the certificates of "+doc+" are not checked") {
 		return ""
 	}
 	b, err := os.ReadFile(doc)

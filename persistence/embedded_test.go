@@ -47,3 +47,8 @@ func TestEmbeddedSingleOpener(t *testing.T) {
 		t.Fatal("second open of the same directory succeeded")
 	}
 }
+
+func TestEmbeddedClusterKeys(t *testing.T) {
+	t.Parallel()
+	storetest.RunClusterKeys(t, func(t *testing.T) persistence.ClusterKeys { return openEmbedded(t, t.TempDir()) })
+}

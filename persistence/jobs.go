@@ -23,14 +23,7 @@ const (
 // snapshot covers the log. A failed statement is logged and retried at the
 // next tick.
 func PruneFinishedEvery(ctx context.Context, rs Retention, after, interval time.Duration, log *slog.Logger) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, interval, func() {
 		var total, entries int64
 		for ctx.Err() == nil {
 			pctx, cancel := context.WithTimeout(ctx, jobCallTimeout)
@@ -48,7 +41,7 @@ func PruneFinishedEvery(ctx context.Context, rs Retention, after, interval time.
 		if total > 0 {
 			log.Info("retention: pruned the logs of finished matches", "matches", total, "entries", entries)
 		}
-	}
+	})
 }
 
 // TicketPurger is the part of a Store the ticket purge job uses.
@@ -61,6 +54,21 @@ type TicketPurger interface {
 // refused by its signature check anyway, so the record no longer protects
 // anything.
 func PurgeTicketsEvery(ctx context.Context, s TicketPurger, interval time.Duration, log *slog.Logger) {
+	every(ctx, interval, func() {
+		pctx, cancel := context.WithTimeout(ctx, jobCallTimeout)
+		n, err := s.PurgeTickets(pctx, time.Now().Add(-time.Minute))
+		cancel()
+		if err != nil {
+			log.Warn("purge used tickets", "err", err)
+			return
+		}
+		log.Debug("purged used tickets", "count", n)
+	})
+}
+
+// every runs job at each tick of interval (the first one interval after
+// the start) until ctx ends.
+func every(ctx context.Context, interval time.Duration, job func()) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -68,14 +76,7 @@ func PurgeTicketsEvery(ctx context.Context, s TicketPurger, interval time.Durati
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			job()
 		}
-		pctx, cancel := context.WithTimeout(ctx, jobCallTimeout)
-		n, err := s.PurgeTickets(pctx, time.Now().Add(-time.Minute))
-		cancel()
-		if err != nil {
-			log.Warn("purge used tickets", "err", err)
-			continue
-		}
-		log.Debug("purged used tickets", "count", n)
 	}
 }

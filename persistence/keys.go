@@ -15,8 +15,9 @@ var ErrNoKey = errors.New("persistence: no active cluster key")
 
 // ClusterKeys keeps the secrets every member of a cluster must agree on (the
 // ticket-signing key, the admin token) in the shared database, so that
-// members started without them still agree. Only PostgresStore implements it:
-// the embedded store serves a single node, which needs no agreement.
+// members started without them still agree. The embedded store implements it
+// too, for a node that must agree with itself after a restart: the tickets
+// and seat links it issued stay valid.
 //
 // Secrets are returned to the caller and never logged.
 type ClusterKeys interface {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/persistence/pgtest"
+	"github.com/matchgrain/matchgrain/persistence/storetest"
 )
 
 // openMembers opens n stores on one schema, each with its own pool, as n
@@ -153,4 +154,10 @@ func TestPGClusterKeyRotation(t *testing.T) {
 	check("published", 0, 1, 2)
 	check("active", activateAfter+5*time.Second, 2, 1)
 	check("after the overlap", overlap+5*time.Second, 2)
+}
+
+// TestPGClusterKeysConformance runs the suite the embedded store passes too.
+func TestPGClusterKeysConformance(t *testing.T) {
+	t.Parallel()
+	storetest.RunClusterKeys(t, func(t *testing.T) persistence.ClusterKeys { return pgtest.NewStore(t) })
 }

@@ -2,12 +2,10 @@ package web
 
 import (
 	"embed"
-	"encoding/json"
 	"io/fs"
 	"net/http"
 
 	tsclient "github.com/matchgrain/matchgrain/clients/ts"
-	"github.com/matchgrain/matchgrain/game/catalog"
 )
 
 //go:embed dist
@@ -53,6 +51,11 @@ func Handler() http.Handler {
 			w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
 			w.Header().Set("Cache-Control", "no-cache")
 			_, _ = w.Write(tsclient.BrowserBundle) // the client may have gone
+		case "/favicon.ico":
+			// Browsers ask for it whatever the page links.
+			w.Header().Set("Content-Type", "image/svg+xml")
+			w.Header().Set("Cache-Control", "max-age=86400")
+			http.ServeFileFS(w, r, assets, "favicon.svg")
 		case "/cards.json":
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Cache-Control", "max-age=300")
@@ -61,26 +64,4 @@ func Handler() http.Handler {
 			files.ServeHTTP(w, r)
 		}
 	})
-}
-
-// card is what the page shows of a printing.
-type card struct {
-	Name     string `json:"name"`
-	Grade    int    `json:"grade"`
-	Power    int    `json:"power"`
-	Shield   int    `json:"shield"`
-	Trigger  int    `json:"trigger"`
-	Sentinel bool   `json:"sentinel,omitempty"`
-}
-
-func cardCatalog() []byte {
-	m := map[string]card{}
-	for _, p := range catalog.Printings() {
-		m[p.ID] = card{Name: p.Name, Grade: p.Grade, Power: p.Power, Shield: p.Shield, Trigger: int(p.Trigger), Sentinel: p.Sentinel}
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		panic(err) // plain structs always marshal
-	}
-	return b
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/matchgrain/matchgrain/game/catalog"
 	"github.com/matchgrain/matchgrain/web"
 )
 
@@ -58,5 +59,35 @@ func TestHandlerServesEmbeddedPages(t *testing.T) {
 	}
 	if res, _ := get(t, h, "GET", "/nothing-here", nil); res.StatusCode != http.StatusNotFound {
 		t.Fatalf("GET /nothing-here: %d", res.StatusCode)
+	}
+}
+
+// TestCardsExplainThemselves: /cards.json gives every printing its skill and
+// every printing with an ability (or the sentinel keyword) its text, so the
+// page can explain any card it draws.
+func TestCardsExplainThemselves(t *testing.T) {
+	_, body := get(t, web.Handler(), "GET", "/cards.json", nil)
+	var cards map[string]struct {
+		Name, Skill, Ability string
+		Shield               int
+	}
+	if err := json.Unmarshal([]byte(body), &cards); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range catalog.Printings() {
+		c, ok := cards[p.ID]
+		switch {
+		case !ok:
+			t.Errorf("%s missing from /cards.json", p.ID)
+		case c.Skill == "":
+			t.Errorf("%s (%s): no skill text", p.ID, c.Name)
+		case (p.Ability != nil || p.Sentinel) && c.Ability == "":
+			t.Errorf("%s (%s): has an ability but no text", p.ID, c.Name)
+		case p.Ability == nil && !p.Sentinel && c.Ability != "":
+			t.Errorf("%s (%s): vanilla but has text %q", p.ID, c.Name, c.Ability)
+		}
+	}
+	if res, body := get(t, web.Handler(), "GET", "/favicon.ico", nil); res.StatusCode != 200 || !strings.Contains(body, "<svg") {
+		t.Fatalf("/favicon.ico: %d", res.StatusCode)
 	}
 }

@@ -25,19 +25,8 @@ import (
 // These tests play edgetest's toy game through a real edge server (and, where
 // the bots need the real game's Decision events, real match grains).
 
-func startServer(t *testing.T) *edgetest.Server {
-	t.Helper()
-	return edgetest.Start(t, edgetest.NewMatches(), nil)
-}
-
-// startGatewayServer runs a real edge in front of real match grains (one
-// cluster member in this process, the embedded store, the real game).
-func startGatewayServer(t *testing.T) *edgetest.Server {
-	t.Helper()
-	m, _ := grainstest.NewMatches(t, grainstest.Options{})
-	// Registered after the member: the edge shuts down first.
-	return edgetest.Start(t, m, nil)
-}
+// startServer is a real edge in front of edgetest's toy game.
+func startServer(t *testing.T) *edgetest.Server { return edgetest.Start(t, edgetest.NewMatches(), nil) }
 
 // config is a run against srv with edgetest's decks and token, then mod.
 func config(srv *edgetest.Server, mod func(*Config)) Config {
@@ -215,7 +204,7 @@ func TestLoadSlowOpenLoop(t *testing.T) {
 	// The real rules engine: its Decision events let bots play from events
 	// (the edge's fake engine has none, so its bots ask for a snapshot
 	// after every batch).
-	r := run(t, config(startGatewayServer(t), func(c *Config) {
+	r := run(t, config(grainstest.StartEdge(t, grainstest.Options{}), func(c *Config) {
 		c.Matches, c.Rate, c.Warmup, c.Duration = 2, 0.4, time.Second, 6*time.Second
 	}))
 	// 2 matches × 0.4/s × 6 s ≈ 5 ticks; the window sees some intents.

@@ -9,15 +9,6 @@ import (
 	"github.com/matchgrain/matchgrain/edge/grains/grainstest"
 )
 
-// startGatewayServer runs a real edge in front of real match grains (one
-// cluster member in this process, the embedded store, the real game).
-func startGatewayServer(t *testing.T) *edgetest.Server {
-	t.Helper()
-	m, _ := grainstest.NewMatches(t, grainstest.Options{})
-	// Registered after the member: the edge shuts down first.
-	return edgetest.Start(t, m, nil)
-}
-
 // TestGatewayPlay plays the real game to the end over WebSocket and TCP,
 // with bots dropping their connections, and checks what they saw against
 // the server (acceptance criteria 1 and 2 of docs/protocol.md §8).
@@ -25,7 +16,7 @@ func TestGatewayPlay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("plays full matches against a cluster member; skipped with -short")
 	}
-	srv := startGatewayServer(t)
+	srv := grainstest.StartEdge(t, grainstest.Options{})
 	cases := []struct {
 		name      string
 		extra     []string

@@ -52,22 +52,12 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *progress {
 		cfg.Progress = stderr
 	}
-	var (
-		run    func() (any, error)
-		report func(io.Writer)
-	)
+	var ic *load.IdleConfig
 	if *idle != 0 {
-		ic := load.IdleConfig{Admin: cfg.Admin, GameAddr: c.gameAddr(), Decks: [2]string{c.deck, c.deck2},
+		ic = &load.IdleConfig{Admin: cfg.Admin, GameAddr: c.gameAddr(), Decks: [2]string{c.deck, c.deck2},
 			Sessions: *idle, Hold: *idleHold, MetricsURL: cfg.MetricsURL, Progress: cfg.Progress, Logger: log}
 		if err := ic.Validate(); err != nil {
 			return fmt.Errorf("%w: %w", errUsage, err)
-		}
-		run = func() (any, error) {
-			r, err := load.RunIdle(ctx, ic)
-			if r != nil {
-				report = r.WriteText
-			}
-			return r, err
 		}
 	} else {
 		var err error
@@ -78,13 +68,6 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err := cfg.Validate(); err != nil {
 			return fmt.Errorf("%w: %w", errUsage, err)
 		}
-		run = func() (any, error) {
-			r, err := load.Run(ctx, cfg)
-			if r != nil {
-				report = r.WriteText
-			}
-			return r, err
-		}
 	}
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
@@ -93,8 +76,23 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		defer stop()
 	}
-	rep, runErr := run()
-	if report == nil {
+	// A report comes back also when matches or sessions failed.
+	var rep interface{ WriteText(io.Writer) }
+	var runErr error
+	if ic != nil {
+		r, err := load.RunIdle(ctx, *ic)
+		if r != nil {
+			rep = r
+		}
+		runErr = err
+	} else {
+		r, err := load.Run(ctx, cfg)
+		if r != nil {
+			rep = r
+		}
+		runErr = err
+	}
+	if rep == nil {
 		return runErr
 	}
 	if *jsonOut {
@@ -104,7 +102,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return errors.Join(runErr, fmt.Errorf("write report: %w", err))
 		}
 	} else {
-		report(stdout)
+		rep.WriteText(stdout)
 	}
 	return runErr
 }

@@ -117,6 +117,14 @@ func startProcBuild(t *testing.T, name string, race bool, args ...string) *proc 
 	return startProcOpts(t, name, procOpts{secrets: true, race: race}, args...)
 }
 
+// chaosRace reports whether every node of t runs the -race build because
+// MATCHGRAIN_CHAOS_RACE is set (make chaos-smoke) and t is a multi-process
+// test (TestChaos…, TestCluster…): races in recovery paths then fail them.
+func chaosRace(t *testing.T) bool {
+	name := t.Name()
+	return os.Getenv("MATCHGRAIN_CHAOS_RACE") != "" && (strings.HasPrefix(name, "TestChaos") || strings.HasPrefix(name, "TestCluster"))
+}
+
 // procOpts choose how startProcOpts starts a node.
 type procOpts struct {
 	secrets bool   // pass the shared --admin-token and --ticket-key
@@ -139,12 +147,16 @@ func startProcOpts(t *testing.T, name string, o procOpts, args ...string) *proc 
 	}
 	exe := o.bin
 	if exe == "" {
-		exe = matchdBuild(t, o.race)
+		exe = matchdBuild(t, o.race || chaosRace(t))
 	}
 	cmd := exec.Command(exe, append(base, args...)...)
 	// A -race binary sleeps 1 s before exiting by default; races are
 	// reported as they happen, so skip that wait.
-	cmd.Env = append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	// exitcode=0: a node that would exit 0 but reported a race exits 66,
+	// even for the dependency races clustertest.AllowedRaces lets pass;
+	// races fail the test through its stderr instead (races.Check below),
+	// so tests that expect a clean exit hold for -race nodes too.
+	cmd.Env = append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0 exitcode=0"))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -66,6 +66,10 @@ type options struct {
 	// requestTimeout is the edge's patience: how long one player or API
 	// call waits for its match, retrying through a failover (edgePatience).
 	requestTimeout time.Duration
+	// advertiseRemote is what peers dial when it is not remoteAddr: a name
+	// the member's TLS certificate holds, where the bound address is a
+	// container's own IP (compose).
+	advertiseRemote string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -76,14 +80,15 @@ func parseFlags(args []string) (options, error) {
 	gossip := fs.String("gossip-addr", "127.0.0.1:7946", "ip:port memberlist binds for gossip")
 	join := fs.String("join", "", "comma-separated gossip addresses of seed members")
 	remote := fs.String("remote-addr", "127.0.0.1:8090", "host:port of the actor remote; peers dial it, so not 0.0.0.0")
+	advertiseRemote := fs.String("advertise-remote-addr", "", "host:port peers dial for the actor remote when it differs from --remote-addr (which may then be 0.0.0.0): a name this member's cluster TLS certificate holds")
 	cname := fs.String("cluster-name", "matchgrain", "cluster name; members of other clusters are ignored")
 	dburl := fs.String("database-url", "", "PostgreSQL URL; empty uses the embedded store under --data-dir")
 	dbSchema := fs.String("database-schema", "", "PostgreSQL schema for the tables (empty: the connection's search_path)")
 	dataDir := fs.String("data-dir", "matchgrain-data", "directory of the embedded store")
 	listen := fs.String("listen", "127.0.0.1:8080", "HTTP address: /game WebSocket, /api, /healthz, /metrics")
 	tcpListen := fs.String("tcp-listen", "", "TCP fallback address (length-prefixed frames); empty disables it")
-	admin := fs.String("admin-token", "", "bearer token of the HTTP API (MATCHD_ADMIN_TOKEN); prefer MATCHD_ADMIN_TOKEN over the command line; empty: shared through the database with --database-url, else generated into DATA-DIR/admin-token (never printed)")
-	tkey := fs.String("ticket-key", "", "hex key (>= 32 bytes) that signs tickets; all edges of a cluster need the same key; empty: shared through the database with --database-url, else generated for this run")
+	admin := fs.String("admin-token", "", "bearer token of the HTTP API; prefer MATCHD_ADMIN_TOKEN over the command line; empty: shared through the database with --database-url, else generated once into DATA-DIR/admin-token (never printed)")
+	tkey := fs.String("ticket-key", "", "hex key (>= 32 bytes) that signs tickets; all edges of a cluster need the same key; empty: shared through the database with --database-url, else generated once and kept in --data-dir")
 	secretsRefresh := fs.Duration("secrets-refresh", 30*time.Second, "how often a member re-reads the ticket keys shared through the database")
 	rotation := fs.Duration("ticket-key-rotation", 0, "replace the shared ticket key when it is this old (0: never); tickets in flight stay valid")
 	origins := fs.String("allowed-origins", "", "comma-separated browser origins allowed on /game ('*' for any)")
@@ -153,6 +158,7 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.Join(fs.envErr...)
 	}
 	o.gossipAddr, o.join, o.remoteAddr, o.clusterName = *gossip, *join, *remote, *cname
+	o.advertiseRemote = *advertiseRemote
 	o.databaseURL, o.databaseSchema, o.dataDir, o.listen, o.tcpListen = *dburl, *dbSchema, *dataDir, *listen, *tcpListen
 	o.adminToken, o.ticketKey, o.origins = *admin, *tkey, *origins
 	o.edgeOnly, o.demo, o.demoExit, o.jsonLogs, o.logLevel = *edgeOnly, *demo, *demoExit, *jsonLogs, *level
@@ -375,7 +381,8 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	}
 	node, err = cluster.Start(cluster.Config{
 		NodeName: o.nodeName, GossipAddr: o.gossipAddr, Join: splitList(o.join), RemoteAddr: o.remoteAddr,
-		ClusterName: o.clusterName, Kinds: kinds, FailureDetection: o.failureDetection(), Security: o.security, Logger: base,
+		AdvertiseRemoteAddr: o.advertiseRemote, ClusterName: o.clusterName,
+		Kinds: kinds, FailureDetection: o.failureDetection(), Security: o.security, Logger: base,
 		Info: map[string]string{ops.InfoRules: actors.RulesVersion(actors.GameRules{}), ops.InfoBuild: buildVersion()},
 	})
 	if err != nil {

@@ -95,6 +95,12 @@ func RunReopen(t *testing.T, newData func(t *testing.T) (open func() (persistenc
 	if err := s1.ConsumeTicket(ctx, ticket, time.Now().Add(time.Hour), "conn-1"); err != nil {
 		t.Fatalf("consume ticket: %v", err)
 	}
+	keyPurpose, key := newID(t, "purpose"), []byte("kept-across-reopen")
+	if ck, ok := s1.(persistence.ClusterKeys); ok {
+		if err := ck.EnsureKey(ctx, keyPurpose, key); err != nil {
+			t.Fatalf("ensure cluster key: %v", err)
+		}
+	}
 	if err := s1.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
@@ -129,6 +135,13 @@ func RunReopen(t *testing.T, newData func(t *testing.T) (open func() (persistenc
 	got := listWithPrefix(t, s2, base, 10)
 	if want := []string{id}; !slices.Equal(got, want) {
 		t.Errorf("unfinished after reopen = %v, want %v", got, want)
+	}
+	// The keys a node signed tickets and seat links with must outlive it.
+	if ck, ok := s2.(persistence.ClusterKeys); ok {
+		kr, err := ck.KeyRing(ctx, keyPurpose, time.Minute)
+		if err != nil || !bytes.Equal(kr.Current.Secret, key) {
+			t.Errorf("cluster key after reopen: err %v, same secret %v; want the key kept", err, err == nil && bytes.Equal(kr.Current.Secret, key))
+		}
 	}
 }
 

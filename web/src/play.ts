@@ -6,26 +6,17 @@
 // The library is served next to the page (web.Handler serves clients/ts's
 // browser build at /matchgrain-client.js), not inlined: it stays the one
 // the library's own tests checked.
-import { Session, makeIntent } from "/matchgrain-client.js";
-import type {
-  CardView,
-  ClockView,
-  Intent,
-  MatchView,
-  PlayerView,
-  ServerFrame,
-  SessionState,
-  WireEntry,
-} from "../../clients/ts/src/index.js";
+//
+// Modules: text.ts says things in words, interact.ts works out what a tap
+// does from the legal intents, board.ts draws the board; this file holds
+// the lobby, the session and its states, the action bar and the overlays.
+import { Session, SessionError, TicketRefused } from "/matchgrain-client.js";
+import type { ClockView, Intent, MatchView, ServerFrame, SessionState, WireEntry } from "../../clients/ts/src/index.js";
+import { attackerOf, renderBattle, renderPlayer } from "./board.js";
+import { $, button, el } from "./dom.js";
+import { NONE, plan, type Plan, type Selection } from "./interact.js";
+import { cardText, describe, finishText, PHASES, setCatalog, STEPS, type Card } from "./text.js";
 
-interface Card {
-  name: string;
-  grade: number;
-  power: number;
-  shield: number;
-  trigger: number;
-  sentinel?: boolean;
-}
 interface Deck {
   id: string;
   name: string;
@@ -36,43 +27,11 @@ interface SeatLink {
   seat: number;
   key: string;
 }
-
-const $ = <T extends HTMLElement = HTMLElement>(sel: string): T => {
-  const e = document.querySelector<T>(sel);
-  if (!e) throw new Error(`page: missing ${sel}`);
-  return e;
-};
-
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  attrs: Record<string, string> = {},
-  ...children: (Node | string | null | undefined)[]
-): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "class") e.className = v;
-    else e.setAttribute(k, v);
-  }
-  for (const c of children) if (c != null) e.append(c);
-  return e;
-}
-
-let cards: Record<string, Card> = {};
-const TRIGGERS = ["", "Critical", "Draw", "Front", "Heal"];
-const PHASES = ["Setup", "Stand", "Draw", "Ride", "Main", "Battle", "End", "Finished"];
-const STEPS = ["", "Start", "Attack", "Guard", "Drive", "Damage", "Close"];
-// Slot numbers of the protocol: -1 vanguard, 0..2 back row, 3..4 front row.
-const SLOT_NAMES: Record<number, string> = {
-  [-1]: "vanguard",
-  0: "back left",
-  1: "back centre",
-  2: "back right",
-  3: "front left",
-  4: "front right",
-};
-
-function cardName(id: string): string {
-  return cards[id]?.name ?? id;
+/** LastPlay is what the lobby last created, so "Play again" can repeat it. */
+interface LastPlay {
+  name: string;
+  deck: string;
+  opponent: "bot" | "friend";
 }
 
 async function api<T>(path: string, body?: unknown): Promise<T> {
@@ -112,9 +71,8 @@ async function redeemInvite(): Promise<SeatLink | null> {
   }
   try {
     const r = await api<{ seatKey: string }>("/api/play/invites", { matchId, invite, claim });
-    const link = { matchId, seat: 1, key: r.seatKey };
     history.replaceState(null, "", `#${new URLSearchParams({ m: matchId, s: "1", k: r.seatKey })}`);
-    return link;
+    return { matchId, seat: 1, key: r.seatKey };
   } catch (e) {
     $("#lobby-error").textContent = `Could not join the match: ${(e as Error).message}`;
     return null;
@@ -123,23 +81,46 @@ async function redeemInvite(): Promise<SeatLink | null> {
 
 // ---- lobby ----
 
+/** create makes a match and opens its board (the hash change reloads the page). */
+async function create(play: LastPlay): Promise<void> {
+  const r = await api<{ matchId: string; seatKey: string; invite?: string }>("/api/play/matches", play);
+  if (r.invite) sessionStorage.setItem(`friend:${r.matchId}`, r.invite);
+  sessionStorage.setItem(`created:${r.matchId}`, "1");
+  localStorage.setItem("matchgrain:last", JSON.stringify(play));
+  location.hash = new URLSearchParams({ m: r.matchId, s: "0", k: r.seatKey }).toString();
+}
+
+function lastPlay(): LastPlay | null {
+  try {
+    const p = JSON.parse(localStorage.getItem("matchgrain:last") ?? "null") as LastPlay | null;
+    return p && typeof p.name === "string" && typeof p.deck === "string" ? p : null;
+  } catch {
+    return null;
+  }
+}
+
 async function lobby(): Promise<void> {
   $("#lobby").hidden = false;
   $("#game").hidden = true;
-  const decks = (await api<{ decks: Deck[] }>("/api/play/decks")).decks;
+  $("#bar").hidden = true;
+  // Nothing to connect to or concede yet.
+  $("#conn").hidden = true;
+  $("header nav").hidden = true;
+  const last = lastPlay();
+  if (last) $<HTMLInputElement>("#name").value = last.name;
   const sel = $<HTMLSelectElement>("#deck");
-  sel.replaceChildren(...decks.map((d) => el("option", { value: d.id }, `${d.name} (${d.id})`)));
+  try {
+    const decks = (await api<{ decks: Deck[] }>("/api/play/decks")).decks;
+    sel.replaceChildren(...decks.map((d) => el("option", { value: d.id }, d.name)));
+    if (last && decks.some((d) => d.id === last.deck)) sel.value = last.deck;
+  } catch (e) {
+    $("#lobby-error").textContent = `The server does not answer: ${(e as Error).message}. Reload to try again.`;
+  }
   const start = async (opponent: "bot" | "friend") => {
     const name = $<HTMLInputElement>("#name").value.trim() || "Player";
     $("#lobby-error").textContent = "";
     try {
-      const r = await api<{ matchId: string; seatKey: string; invite?: string }>("/api/play/matches", {
-        name,
-        deck: sel.value,
-        opponent,
-      });
-      if (r.invite) sessionStorage.setItem(`friend:${r.matchId}`, r.invite);
-      location.hash = new URLSearchParams({ m: r.matchId, s: "0", k: r.seatKey }).toString();
+      await create({ name, deck: sel.value, opponent });
     } catch (e) {
       $("#lobby-error").textContent = `Could not create the match: ${(e as Error).message}`;
     }
@@ -150,53 +131,83 @@ async function lobby(): Promise<void> {
 
 // ---- game ----
 
+/** Ended says why the seat's session is over (the match itself may go on). */
+type Ended = "" | "replaced" | "refused" | "gaveup" | "closed";
+
 interface GameState {
   link: SeatLink;
   session: Session | null;
   view: MatchView | null;
+  legal: Intent[];
   clock: ClockView | null;
-  clockSeq: number;
   offsetMs: number;
-  resyncing: boolean;
-  pendingIntent: boolean;
-  log: WireEntry[];
   conn: SessionState;
+  ended: Ended;
+  endedMessage: string;
+  /** lostAt is when the connection was lost (0 while open). */
+  lostAt: number;
+  /** busy: an intent is on its way, or accepted and its events not yet here. */
+  busy: boolean;
+  awaitSeq: number;
   error: string;
-  /** snapshots counts the snapshots rendered (tests wait on it). */
-  snapshots: number;
-  /** turnPlayer is whose turn it is, from TurnStarted events (-1: not seen yet). */
+  sel: Selection;
+  plan: Plan | null;
+  log: WireEntry[];
+  /** turnPlayer and attacker come from TurnStarted and Attack events (-1: not seen). */
   turnPlayer: number;
+  attacker: number;
+  /** finishReason is the GameFinished reason (null: not seen, e.g. opened after the end). */
+  finishReason: number | null;
+  /** friendKey is the friend's seat key when this tab created a friend match. */
+  friendKey: string | null;
+  endDismissed: boolean;
+  confirming: boolean;
+  /** renders counts board renders; intentsOut and lastIntentOut what went out on the wire (for tests). */
+  renders: number;
+  intentsOut: number;
+  lastIntentOut: string;
 }
 
 const MAX_LOG = 300;
+/** After this long without a connection the board is covered. */
+const LOST_COVER_MS = 2_500;
 
 function game(link: SeatLink): void {
   $("#lobby").hidden = true;
   $("#game").hidden = false;
+  $("#bar").hidden = false;
   const st: GameState = {
     link,
     session: null,
     view: null,
+    legal: [],
     clock: null,
-    clockSeq: 0,
     offsetMs: 0,
-    resyncing: false,
-    pendingIntent: false,
-    log: [],
     conn: "connecting",
+    ended: "",
+    endedMessage: "",
+    lostAt: Date.now(),
+    busy: false,
+    awaitSeq: 0,
     error: "",
-    snapshots: 0,
+    sel: NONE,
+    plan: null,
+    log: [],
     turnPlayer: -1,
+    attacker: -1,
+    finishReason: null,
+    friendKey: link.seat === 0 ? sessionStorage.getItem(`friend:${link.matchId}`) : null,
+    endDismissed: false,
+    confirming: false,
+    renders: 0,
+    intentsOut: 0,
+    lastIntentOut: "",
   };
   (window as unknown as { matchgrain: GameState }).matchgrain = st; // for tests and curious players
+  const seen = sessionStorage.getItem(`finish:${link.matchId}`);
+  if (seen !== null) st.finishReason = Number(seen);
 
-  const invite = link.seat === 0 ? sessionStorage.getItem(`friend:${link.matchId}`) : null;
-  if (invite) {
-    const url = `${location.origin}${location.pathname}#${new URLSearchParams({ m: link.matchId, i: invite })}`;
-    $("#friend-link").hidden = false;
-    $<HTMLInputElement>("#friend-url").value = url;
-    $("#copy-friend").onclick = () => void navigator.clipboard?.writeText(url);
-  }
+  friendLink(st);
   $("#toggle-log").onclick = () => {
     const box = $("#log");
     box.hidden = !box.hidden;
@@ -206,343 +217,320 @@ function game(link: SeatLink): void {
     void st.session?.leave("new match");
     location.hash = "";
   };
+  $("#concede").onclick = () => {
+    st.confirming = true;
+    renderOverlay(st);
+  };
+  // One listener for every tap on the board: act if the plan offers it, and
+  // show the tapped card's text either way.
+  $("#game").addEventListener("click", (ev) => {
+    const t = ev.target as HTMLElement;
+    const c = t.closest<HTMLElement>("[data-card]");
+    if (c) showCard(c.dataset.card!);
+    const k = t.closest<HTMLElement>("[data-key]");
+    const act = k && !st.busy && st.plan?.targets.get(k.dataset.key!);
+    if (act) act();
+  });
+  $("#game").addEventListener("keydown", (ev) => {
+    const k = (ev.target as HTMLElement).closest<HTMLElement>("[data-key]");
+    if (k && (ev.key === "Enter" || ev.key === " ")) {
+      ev.preventDefault();
+      k.click();
+    }
+  });
+  $("#game").addEventListener("mouseover", (ev) => {
+    const c = (ev.target as HTMLElement).closest<HTMLElement>("[data-card]");
+    if (c) showCard(c.dataset.card!);
+  });
+  startSession(st);
+  setInterval(() => {
+    renderClocks(st);
+    renderOverlay(st); // a lost connection is covered once it lasts
+  }, 250);
+  render(st);
+}
 
-  const proto = location.protocol === "https:" ? "wss:" : "ws:";
-  const url = `${proto}//${location.host}/game`;
-  // The answer carries the seat key signed with the current ticket key:
-  // keeping it keeps the seat across a ticket-key rotation.
-  const ticket = async () => {
-    const r = await api<{ ticket: string; seatKey?: string }>("/api/play/tickets", { matchId: link.matchId, seat: link.seat, seatKey: link.key });
-    if (r.seatKey && r.seatKey !== link.key) {
-      link.key = r.seatKey;
+/** friendLink shows the friend's seat link to the player who made a friend match. */
+function friendLink(st: GameState): void {
+  if (!st.friendKey) return;
+  // The friend gets the single-use invite, never a seat key (redeemInvite).
+  const url = `${location.origin}${location.pathname}#${new URLSearchParams({ m: st.link.matchId, i: st.friendKey })}`;
+  $("#friend-link").hidden = false;
+  $<HTMLInputElement>("#friend-url").value = url;
+  $("#copy-friend").onclick = () => {
+    const done = (ok: boolean) => {
+      $("#copy-friend").textContent = ok ? "Copied ✓" : "Select and copy";
+      if (!ok) $<HTMLInputElement>("#friend-url").select();
+      setTimeout(() => ($("#copy-friend").textContent = "Copy"), 2_000);
+    };
+    if (navigator.clipboard) navigator.clipboard.writeText(url).then(() => done(true), () => done(false));
+    else done(false);
+  };
+}
+
+/** ticketSource asks the server for a ticket; a refusal that retrying cannot cure ends the session. */
+function ticketSource(link: SeatLink): () => Promise<string> {
+  return async () => {
+    const res = await fetch("/api/play/tickets", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ matchId: link.matchId, seat: link.seat, seatKey: link.key }),
+    });
+    const data = (await res.json().catch(() => ({}))) as { ticket?: string; seatKey?: string; message?: string };
+    if (res.ok && data.seatKey && data.seatKey !== link.key) {
+      // The seat key signed with the current ticket key: keeping it keeps
+      // the seat across a ticket-key rotation.
+      link.key = data.seatKey;
       history.replaceState(null, "", `#${new URLSearchParams({ m: link.matchId, s: String(link.seat), k: link.key })}`);
     }
-    return r.ticket;
+    if (res.ok && data.ticket) return data.ticket;
+    const msg = data.message ?? `HTTP ${res.status}`;
+    if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) throw new TicketRefused(msg);
+    throw new Error(msg);
   };
+}
 
-  const onFrame = (f: ServerFrame) => handleFrame(st, f);
+/** startSession (re)joins the seat: at load, and to take the seat back or try again. */
+function startSession(st: GameState): void {
+  st.session = null; // an ended one keeps its last view; the new one's snapshot replaces it
+  st.ended = "";
+  st.endedMessage = "";
+  st.conn = "connecting";
+  st.lostAt = Date.now();
+  const proto = location.protocol === "https:" ? "wss:" : "ws:";
   Session.start(
     {
-      url,
-      ticket,
+      url: `${proto}//${location.host}/game`,
+      ticket: ticketSource(st.link),
       clientBuild: "matchgrain-web",
-      maxAttempts: -1,
-      backoffMs: [0, 500, 2_000, 5_000],
+      // About two minutes of attempts, then the player decides.
+      backoffMs: [0, 500, 1_000, 2_000, 4_000],
+      maxAttempts: 30,
       onWire: (e) => {
+        if (e.dir === "out" && e.frame.type === "ClientIntent") {
+          st.intentsOut++;
+          st.lastIntentOut = e.frame.body.intent.type;
+        }
         st.log.push(e);
         if (st.log.length > MAX_LOG) st.log.splice(0, st.log.length - MAX_LOG);
         if (!$("#log").hidden) renderLog(st);
       },
     },
-    onFrame,
+    (f) => handleFrame(st, f),
   )
     .then((s) => {
       st.session = s;
-      st.conn = s.state;
       s.onState((state) => {
         st.conn = state;
-        if (state === "open") st.resyncing = false;
-        renderStatus(st);
+        if (state === "open") st.lostAt = 0;
+        else if (!st.lostAt) st.lostAt = Date.now();
+        render(st);
       });
-      renderStatus(st);
-      void s.done.then((err) => {
-        st.error = err ? err.message : "";
-        st.conn = "closed";
-        renderStatus(st);
-      });
+      st.conn = s.state;
+      if (s.state === "open") st.lostAt = 0;
+      render(st);
+      void s.done.then((err) => sessionEnded(st, err));
     })
-    .catch((e: Error) => {
-      st.error = e.message;
-      st.conn = "closed";
-      renderStatus(st);
-    });
-  setInterval(() => renderClocks(st), 250);
+    .catch((e: Error) => sessionEnded(st, e));
+}
+
+function sessionEnded(st: GameState, err: Error | null): void {
+  st.conn = "closed";
+  st.busy = false;
+  if (!err) return; // we left
+  const code = err instanceof SessionError ? err.code : "";
+  st.ended = code === "Replaced" ? "replaced" : code === "Rejected" ? "refused" : code === "GaveUp" ? "gaveup" : "closed";
+  st.endedMessage = err.message;
+  render(st);
 }
 
 function handleFrame(st: GameState, f: ServerFrame): void {
+  const s = st.session;
   switch (f.type) {
     case "ServerHello":
       st.offsetMs = f.body.serverTimeMs - Date.now();
-      break;
-    case "ServerSnapshot":
-      st.view = f.body.view;
-      st.clock = f.body.view.clock;
-      st.clockSeq = f.body.view.eventSeq;
-      st.resyncing = false;
-      st.snapshots++;
-      render(st);
       return;
+    case "ServerSnapshot":
+      st.clock = f.body.view.clock;
+      break;
     case "ServerEvents":
-      for (const e of f.body.events) if (e.event.type === "TurnStarted") st.turnPlayer = e.event.body.player;
-      // legalIntents come only with snapshots: after anything happened,
-      // ask for a fresh one.
-      if (f.body.toSeq > (st.view?.eventSeq ?? 0)) askSnapshot(st);
+      for (const e of f.body.events) {
+        const ev = e.event;
+        if (ev.type === "TurnStarted") st.turnPlayer = ev.body.player;
+        else if (ev.type === "Attack") st.attacker = ev.body.player;
+        else if (ev.type === "GameFinished") {
+          st.finishReason = ev.body.reason;
+          sessionStorage.setItem(`finish:${st.link.matchId}`, String(ev.body.reason));
+        }
+      }
       break;
     case "ServerIntentResult":
-      st.pendingIntent = false;
-      if (!f.body.accepted) st.error = `Refused: ${f.body.reason}`;
-      askSnapshot(st);
+      if (!f.body.accepted) {
+        st.error = `The server refused that: ${f.body.reason}`;
+        st.busy = false;
+      } else st.awaitSeq = f.body.eventSeq;
       break;
     case "ServerClock":
       st.clock = f.body.clock;
-      st.clockSeq = f.body.eventSeq;
-      if (st.view && f.body.eventSeq > st.view.eventSeq) askSnapshot(st);
-      renderStatus(st);
       break;
     case "ServerError":
-      st.error = `${f.body.message}`;
-      renderStatus(st);
+      if (!f.body.fatal) st.error = f.body.message;
       break;
   }
-}
-
-function askSnapshot(st: GameState): void {
-  if (st.resyncing || !st.session || st.session.state !== "open") return;
-  st.resyncing = true;
-  try {
-    st.session.resync(true);
-  } catch {
-    st.resyncing = false; // reconnecting: the next hello brings a snapshot
+  // The session keeps the whole view and this seat's legal intents from
+  // events (the Decision event ends every batch), snapshots included.
+  const view = (s ?? null)?.view ?? (f.type === "ServerSnapshot" ? f.body.view : st.view);
+  if (view) {
+    st.view = view;
+    st.legal = s ? s.legalIntents : view.legalIntents;
   }
+  if (st.busy && st.awaitSeq && (st.view?.eventSeq ?? 0) >= st.awaitSeq) {
+    st.busy = false;
+    st.awaitSeq = 0;
+  }
+  render(st);
 }
 
+/** send sends one legal intent; nothing else can be sent until its events are here. */
 function send(st: GameState, intent: Intent): void {
-  if (!st.session || st.pendingIntent) return;
+  const s = st.session;
+  if (!s || st.ended || st.busy || s.state === "closed") return;
   st.error = "";
-  st.pendingIntent = true;
-  st.session.sendIntent(intent);
-  renderActions(st);
+  st.busy = true;
+  st.awaitSeq = 0;
+  st.sel = NONE;
+  try {
+    s.sendIntent(intent); // kept and re-sent by the session if the connection drops
+  } catch (e) {
+    st.busy = false;
+    st.error = (e as Error).message;
+  }
+  render(st);
+}
+
+function select(st: GameState, sel: Selection): void {
+  st.sel = sel;
+  render(st);
 }
 
 // ---- rendering ----
 
+function myDecision(st: GameState): boolean {
+  const v = st.view;
+  if (!v || v.isFinished || st.ended) return false;
+  // The Decision event that ends every batch names the decider.
+  return v.activePlayer === st.link.seat && st.legal.some((i) => i.type !== "Concede" && i.type !== "Unknown");
+}
+
 function render(st: GameState): void {
   const v = st.view;
-  if (!v) return;
-  const me = st.link.seat;
-  const opp = 1 - me;
-  $("#opp").replaceChildren(renderPlayer(v, v.players[opp]!, false));
-  $("#me").replaceChildren(renderPlayer(v, v.players[me]!, true));
-  $("#battle").replaceChildren(...renderBattle(v, st.turnPlayer));
-  renderStatus(st);
-  renderActions(st);
+  st.plan = v && myDecision(st) ? plan({ view: v, legal: st.legal, sel: st.sel, send: (i) => send(st, i), select: (s) => select(st, s) }) : null;
+  // A selection the new decision no longer offers is dropped.
+  if (st.plan && st.sel.kind !== "none" && st.plan.selected.size === 0) {
+    st.sel = NONE;
+    st.plan = plan({ view: v!, legal: st.legal, sel: NONE, send: (i) => send(st, i), select: (s) => select(st, s) });
+  }
+  if (v) {
+    const me = st.link.seat;
+    const active = st.busy ? null : st.plan;
+    $("#opp").replaceChildren(renderPlayer(v, v.players[1 - me]!, false, active));
+    $("#me").replaceChildren(renderPlayer(v, v.players[me]!, true, active));
+    $("#battle").replaceChildren(...renderBattle(v, attackerOf(v, v.battle ? st.attacker : -1)));
+    $("#match-label").textContent = `vs ${v.players[1 - me]!.name}`;
+    $("#turn").textContent = `Turn ${v.turnNumber} · ${PHASES[v.phase] ?? v.phase}${v.step ? ` · ${STEPS[v.step] ?? v.step}` : ""}`;
+    st.renders++;
+  }
+  renderBar(st);
   renderClocks(st);
+  renderOverlay(st);
 }
 
-function cardEl(c: CardView | null, where: string): HTMLElement {
-  if (!c) return el("div", { class: "card empty", title: where }, el("span", { class: "slot" }, where));
-  const info = cards[c.printingId];
-  const trig = info && info.trigger ? el("span", { class: `trig t${info.trigger}` }, TRIGGERS[info.trigger] ?? "") : null;
-  return el(
-    "div",
-    {
-      class: `card${c.rested ? " rested" : ""}${where === "vanguard" ? " vc" : ""}`,
-      "data-printing": c.printingId,
-      title: `${cardName(c.printingId)} (${c.printingId})${c.rested ? ", rested" : ""}`,
-    },
-    el("span", { class: "name" }, cardName(c.printingId)),
-    el("span", { class: "grade" }, info ? `G${info.grade}` : ""),
-    trig,
-    el("span", { class: "power" }, `${c.power}${c.critical > 1 ? ` ★${c.critical}` : ""}`),
-  );
-}
+const CONN_TEXT: Record<SessionState, string> = {
+  connecting: "Connecting…",
+  open: "Connected",
+  reconnecting: "Reconnecting…",
+  closed: "Disconnected",
+};
 
-function pile(label: string, cs: CardView[], cls: string): HTMLElement {
-  return el(
-    "div",
-    { class: `pile ${cls}` },
-    el("div", { class: "label" }, `${label} (${cs.length})`),
-    el("div", { class: "cards" }, ...cs.map((c) => el("span", { class: "mini", title: c.printingId }, cardName(c.printingId)))),
-  );
-}
-
-function renderPlayer(v: MatchView, p: PlayerView, mine: boolean): HTMLElement {
-  const rg = p.rearGuards;
-  const circles = el(
-    "div",
-    { class: "circles" },
-    el("div", { class: "row front" }, cardEl(rg[3] ?? null, "front left"), cardEl(p.vanguard, "vanguard"), cardEl(rg[4] ?? null, "front right")),
-    el("div", { class: "row back" }, cardEl(rg[0] ?? null, "back left"), cardEl(rg[1] ?? null, "back centre"), cardEl(rg[2] ?? null, "back right")),
-  );
-  const damage = el(
-    "div",
-    { class: "pile damage" },
-    el("div", { class: "label" }, `Damage ${p.faceDownDamage + p.faceUpDamage.length} / 6`),
-    el(
-      "div",
-      { class: "cards" },
-      ...p.faceUpDamage.map((c) => el("span", { class: "mini", title: c.printingId }, cardName(c.printingId))),
-      ...Array.from({ length: p.faceDownDamage }, () => el("span", { class: "mini down" }, "face down")),
-    ),
-  );
-  const hand = mine
-    ? el(
-        "div",
-        { class: "hand", id: "my-hand" },
-        el("div", { class: "label" }, `Hand (${p.handCount})`),
-        el("div", { class: "cards" }, ...p.hand.map((c) => cardEl(c, "hand"))),
-      )
-    : el(
-        "div",
-        { class: "hand", id: "opp-hand" },
-        el("div", { class: "label" }, `Hand (${p.handCount})`),
-        el("div", { class: "cards" }, ...Array.from({ length: p.handCount }, () => el("div", { class: "card back" }))),
-      );
-  const side = el(
-    "div",
-    { class: "side" },
-    el("div", { class: "pile deck" }, el("div", { class: "label" }, `Deck (${p.deckCount})`)),
-    damage,
-    pile("Soul", p.soul, "soul"),
-    pile("Drop", p.drop, "drop"),
-    el("div", { class: "pile trigger" }, el("div", { class: "label" }, "Trigger zone"), p.trigger ? cardEl(p.trigger, "trigger") : null),
-    p.guardian.length ? pile("Guardians", p.guardian, "guardians") : null,
-  );
-  const who = v.winner === p.index && v.isFinished ? " — winner" : p.isDefeated ? " — defeated" : "";
-  return el(
-    "section",
-    { class: `player ${mine ? "mine" : "theirs"}` },
-    el("h2", {}, `${p.name}${mine ? " (you)" : ""}${who}`),
-    el("div", { class: "field" }, circles, side),
-    hand,
-  );
-}
-
-function renderBattle(v: MatchView, turnPlayer: number): HTMLElement[] {
-  const out: HTMLElement[] = [];
-  const b = v.battle;
-  if (b) {
-    // The turn player attacks; before any TurnStarted was seen (a reload
-    // mid-battle), the guard step's decider is the defender.
-    const att = turnPlayer >= 0 ? turnPlayer : 1 - v.activePlayer;
-    const hit = b.hit == null ? "undecided" : b.hit ? "HIT" : "no hit";
-    out.push(
-      el(
-        "div",
-        { class: "battle-box", id: "battle-box" },
-        el("b", {}, "Battle: "),
-        `${v.players[att]!.name}'s ${SLOT_NAMES[b.attackerSlot]}${b.boosterSlot != null ? ` (boosted by ${SLOT_NAMES[b.boosterSlot]})` : ""} ` +
-          `attacks ${SLOT_NAMES[b.targetSlot]} — ${b.attackerPower} vs ${b.targetPower} + shield ${b.shieldTotal}` +
-          `${b.perfectGuard ? " (perfect guard)" : ""}; drive ${b.driveDone}/${b.driveTotal}; ${hit}`,
-      ),
-    );
-  }
-  const t = v.trigger;
-  if (t) {
-    out.push(
-      el(
-        "div",
-        { class: "trigger-box" },
-        el("b", {}, `${t.checkKind === 0 ? "Drive" : "Damage"} check: `),
-        `${cardName(t.card.printingId)} — ${TRIGGERS[t.trigger] || "no"} trigger for ${v.players[t.player]!.name}`,
-      ),
-    );
-  }
-  if (v.ability) out.push(el("div", { class: "ability-box" }, el("b", {}, "Ability: "), `${cardName(v.ability.source.printingId)} asks to pay its cost`));
-  if (v.choice) out.push(el("div", { class: "choice-box" }, el("b", {}, "Choice: "), `${cardName(v.choice.source.printingId)} — pick an option`));
-  if (v.order) out.push(el("div", { class: "order-box" }, el("b", {}, "Order: "), `${v.order.entries.length} abilities to order`));
-  return out;
-}
-
-function describe(v: MatchView, i: Intent): string {
-  const b = i.body as Record<string, unknown>;
-  const slot = (n: unknown) => SLOT_NAMES[n as number] ?? String(n);
-  switch (i.type) {
-    case "Mulligan":
-      return `Redraw hand cards ${(b.handIndexes as number[]).map((x) => x + 1).join(", ")}`;
-    case "FinishMulligan":
-      return "Keep this hand";
-    case "Ride":
-      return `Ride ${cardName(b.printingId as string)}`;
-    case "SkipRide":
-      return "Do not ride";
-    case "Call":
-      return `Call ${cardName(b.printingId as string)} to ${slot(b.slot)}`;
-    case "Move":
-      return `Move ${slot(b.fromSlot)} → ${slot(b.toSlot)}`;
-    case "EnterBattle":
-      return "Go to battle";
-    case "Attack":
-      return `Attack with ${slot(b.attackerSlot)} → their ${slot(b.targetSlot)}${b.boosterSlot != null ? ` (boost ${slot(b.boosterSlot)})` : ""}`;
-    case "Guard":
-      return `Guard with ${cardName(b.printingId as string)}${b.discardPrintingId ? ` (discard ${cardName(b.discardPrintingId as string)})` : ""}`;
-    case "Intercept":
-      return `Intercept with ${slot(b.slot)}`;
-    case "PassGuard":
-      return "No guard";
-    case "ResolveTrigger":
-      return `Trigger: power to ${slot(b.powerTarget)}${(b.effectTarget as number) >= -1 ? `, effect on ${slot(b.effectTarget)}` : ""}`;
-    case "SelectTrigger":
-      return `Resolve ability #${(b.index as number) + 1} first`;
-    case "ResolveAbility":
-      return b.accept ? "Use the ability" : "Decline the ability";
-    case "Choose": {
-      const o = v.choice?.options[b.index as number];
-      return o ? `Choose ${o.printingId ? cardName(o.printingId) : o.slot !== undefined && SLOT_NAMES[o.slot] ? slot(o.slot) : `option ${(b.index as number) + 1}`}` : `Choose option ${(b.index as number) + 1}`;
-    }
-    case "ActivateAbility":
-      return `Activate ability of card #${b.instanceId}${b.discardPrintingId ? ` (discard ${cardName(b.discardPrintingId as string)})` : ""}`;
-    case "EndTurn":
-      return "End turn";
-    case "Concede":
-      return "Concede";
-  }
-  return i.type;
-}
-
-function renderActions(st: GameState): void {
-  const v = st.view;
-  const box = $("#actions");
-  if (!v || v.isFinished) {
-    box.replaceChildren();
-    return;
-  }
-  const mine = v.legalIntents.filter((i) => i.type !== "Concede" && i.type !== "Unknown");
-  const buttons = mine.map((i, n) => {
-    const b = el("button", { "data-intent": i.type, "data-n": String(n) }, describe(v, i));
-    b.onclick = () => send(st, i);
-    (b as HTMLButtonElement).disabled = st.pendingIntent;
-    return b;
-  });
-  const concede = el("button", { class: "concede", "data-intent": "Concede" }, "Concede");
-  concede.onclick = () => {
-    if (confirm("Concede this match?")) send(st, makeIntent("Concede", {}));
-  };
-  box.replaceChildren(...buttons, concede);
-}
-
-function renderStatus(st: GameState): void {
+function renderBar(st: GameState): void {
   const v = st.view;
   const me = st.link.seat;
-  $("#conn").textContent = st.conn;
-  $("#conn").className = `conn ${st.conn}`;
+  const conn = $("#conn");
+  conn.textContent = CONN_TEXT[st.conn];
+  conn.className = `conn ${st.conn}`;
   $("#error").textContent = st.error;
-  if (!v) return;
-  $("#match-id").textContent = v.matchId;
-  $("#turn").textContent = `Turn ${v.turnNumber} · ${PHASES[v.phase] ?? v.phase}${v.step ? ` · ${STEPS[v.step] ?? v.step}` : ""}`;
   const decision = $("#decision");
-  if (v.isFinished) {
-    const res = v.winner === me ? "You win!" : v.winner === 1 - me ? "You lose." : "Draw.";
-    decision.textContent = `Match over — ${res}`;
-    decision.className = "decision over";
-    decision.dataset.state = "finished";
-    $("#result").textContent = res;
+  const prompt = $("#prompt");
+  const actions = $("#actions");
+  const rest = $<HTMLDetailsElement>("#rest");
+  $<HTMLButtonElement>("#concede").disabled = !v || v.isFinished || !!st.ended;
+  if (!v) {
+    decision.textContent = "Joining the match…";
+    decision.className = "decision";
+    decision.dataset.state = "joining";
+    prompt.textContent = "";
+    actions.replaceChildren();
+    rest.hidden = true;
     return;
   }
-  const decider = st.clock?.decisionPlayer ?? -1;
-  if (decider === me && v.legalIntents.some((i) => i.type !== "Concede")) {
-    decision.textContent = "Your decision";
+  if (v.isFinished) {
+    const f = finishText(v, me, st.finishReason);
+    decision.textContent = `Match over — ${f.title}`;
+    decision.className = `decision over ${f.cls}`;
+    decision.dataset.state = "finished";
+    prompt.textContent = f.why;
+    actions.replaceChildren(button("Play again", { id: "again-bar", class: "primary" }, () => void playAgain(st)));
+    rest.hidden = true;
+    return;
+  }
+  const opp = v.players[1 - me]!;
+  const decider = v.activePlayer;
+  const p = st.plan;
+  if (st.ended || st.conn !== "open") {
+    decision.textContent = st.conn === "closed" ? "Not connected" : "Reconnecting…";
+    decision.className = "decision offline";
+    decision.dataset.state = "offline";
+  } else if (p) {
+    decision.textContent = st.busy ? "Sending…" : "Your decision";
     decision.className = "decision mine";
-    decision.dataset.state = "mine";
+    decision.dataset.state = st.busy ? "busy" : "mine";
   } else if (decider === me) {
     decision.textContent = "Your decision (updating…)";
     decision.className = "decision mine";
     decision.dataset.state = "updating";
   } else {
-    decision.textContent = `${v.players[1 - me]!.name} is deciding…`;
+    const waitingFriend = st.friendKey && v.turnNumber === 0 && decider === 1 - me;
+    decision.textContent = waitingFriend ? "Waiting for your friend to open the link…" : `${opp.name} is deciding…`;
     decision.className = "decision theirs";
     decision.dataset.state = "theirs";
   }
+  prompt.textContent = p ? p.prompt : "";
+  const disabled = !p || st.busy || !!st.ended || st.conn !== "open";
+  actions.replaceChildren(
+    ...(p?.buttons ?? []).map((b) => {
+      const e = button(b.label, { id: `act-${b.id}`, class: b.primary ? "primary" : "" }, () => !st.busy && b.run());
+      e.disabled = disabled || !!b.disabled;
+      return e;
+    }),
+  );
+  rest.hidden = !p || p.rest.length === 0;
+  if (p && p.rest.length) {
+    $("#rest-count").textContent = String(p.rest.length);
+    $("#rest-list").replaceChildren(
+      ...p.rest.map((i) => {
+        const e = button(describe(st.view!, i), { "data-intent": i.type }, () => send(st, i));
+        e.disabled = disabled;
+        return e;
+      }),
+    );
+  }
+}
+
+function showCard(id: string): void {
+  const lines = cardText(id);
+  const close = button("×", { class: "close", "aria-label": "Close the card text", id: "info-close" }, () => ($("#info").hidden = true));
+  $("#info").replaceChildren(close, el("b", {}, lines[0] ?? id), ...lines.slice(1).map((l) => el("div", {}, l)));
+  $("#info").hidden = false;
 }
 
 function fmt(ms: number): string {
@@ -558,18 +546,114 @@ function renderClocks(st: GameState): void {
   for (const seat of [0, 1]) {
     let bank = seat === 0 ? c.bank0Ms : c.bank1Ms;
     let turn = "";
-    if (c.isRunning && c.decisionPlayer === seat) {
+    const running = c.isRunning && c.decisionPlayer === seat && !v.isFinished;
+    if (running) {
       const free = c.turnDeadlineMs - now;
-      if (free >= 0) turn = `decision ${fmt(free)}`;
+      if (free >= 0) turn = fmt(free);
       else {
         bank = Math.max(0, bank - Math.max(0, now - Math.max(c.turnDeadlineMs, c.serverTimeMs)));
-        turn = "using bank";
+        turn = "bank";
       }
     }
-    const who = seat === st.link.seat ? "you" : v.players[seat]!.name;
+    const who = seat === st.link.seat ? "You" : v.players[seat]!.name;
     const e = $(`#clock${seat}`);
-    e.textContent = `${who}: ${turn ? `${turn} · ` : ""}bank ${fmt(bank)}`;
-    e.className = `clock${c.isRunning && c.decisionPlayer === seat ? " running" : ""}`;
+    e.textContent = `${who} ${turn ? `${turn} · ` : ""}bank ${fmt(bank)}`;
+    e.className = `clock${running ? " running" : ""}`;
+  }
+}
+
+// ---- overlays: connection states, the end, the concession ----
+
+function overlay(cls: string, title: string, text: string[], buttons: HTMLButtonElement[]): void {
+  const box = $("#overlay");
+  box.hidden = false;
+  box.dataset.state = cls;
+  $("#overlay-box").className = `overlay-box ${cls}`;
+  $("#overlay-box").replaceChildren(el("h2", {}, title), ...text.map((t) => el("p", {}, t)), el("div", { class: "buttons" }, ...buttons));
+}
+
+function renderOverlay(st: GameState): void {
+  const v = st.view;
+  const box = $("#overlay");
+  const newMatch = () => button("Start a new match", { id: "ov-new" }, () => (location.hash = ""));
+  if (st.confirming && v && !v.isFinished && !st.ended) {
+    if (box.dataset.state !== "confirm")
+      overlay("confirm", "Concede this match?", ["You lose the match at once."], [
+        button("Concede", { id: "ov-concede", class: "danger" }, () => {
+          st.confirming = false;
+          send(st, { key: 17, type: "Concede", body: {} } as Intent);
+        }),
+        button("Keep playing", { id: "ov-keep", class: "primary" }, () => {
+          st.confirming = false;
+          renderOverlay(st);
+        }),
+      ]);
+    return;
+  }
+  st.confirming = false;
+  if (v?.isFinished) {
+    if (st.endDismissed) box.hidden = true;
+    else if (box.dataset.state !== "end") {
+      const f = finishText(v, st.link.seat, st.finishReason);
+      const dmg = (seat: number) => v.players[seat]!.faceDownDamage + v.players[seat]!.faceUpDamage.length;
+      const me = st.link.seat;
+      overlay("end", f.title, [f.why, `Final damage: you ${dmg(me)}, ${v.players[1 - me]!.name} ${dmg(1 - me)}.`], [
+        button("Play again", { id: "ov-again", class: "primary" }, () => void playAgain(st)),
+        button("See the board", { id: "ov-board" }, () => {
+          st.endDismissed = true;
+          renderOverlay(st);
+        }),
+      ]);
+      $("#overlay-box").classList.add(f.cls);
+    }
+    return;
+  }
+  let want = "";
+  if (st.ended === "replaced") want = "replaced";
+  else if (st.ended === "refused") want = "refused";
+  else if (st.ended === "gaveup") want = "gaveup";
+  else if (st.ended === "closed") want = "closed";
+  else if (st.lostAt && Date.now() - st.lostAt > LOST_COVER_MS) want = v ? "lost" : "joining";
+  if (!want) {
+    box.hidden = true;
+    box.dataset.state = "";
+    return;
+  }
+  if (box.dataset.state === want) return;
+  const retry = (label: string) => button(label, { id: "ov-retry", class: "primary" }, () => startSession(st));
+  switch (want) {
+    case "replaced":
+      overlay(want, "Opened in another tab", ["This seat is now played in another tab or on another device; only one can play at a time."], [retry("Take the seat back here")]);
+      break;
+    case "refused":
+      overlay(want, "This link no longer works", ["The server does not accept this seat link any more. The match cannot be joined from it."], [newMatch()]);
+      break;
+    case "gaveup":
+      overlay(want, "Can't reach the server", ["We kept trying for about two minutes. The match waits on the server, but your clock keeps running."], [retry("Try again"), newMatch()]);
+      break;
+    case "closed":
+      overlay(want, "Disconnected", [st.endedMessage], [retry("Reconnect"), newMatch()]);
+      break;
+    case "lost":
+      overlay(want, "Connection lost — reconnecting…", ["The server does not answer. Your match is kept: you continue where you were as soon as it is back."], []);
+      break;
+    case "joining":
+      overlay(want, "Joining your match…", ["Waiting for the server."], []);
+      break;
+  }
+}
+
+async function playAgain(st: GameState): Promise<void> {
+  const last = lastPlay();
+  void st.session?.leave("play again");
+  if (!last || !sessionStorage.getItem(`created:${st.link.matchId}`)) {
+    location.hash = "";
+    return;
+  }
+  try {
+    await create(last);
+  } catch {
+    location.hash = "";
   }
 }
 
@@ -588,14 +672,11 @@ function renderLog(st: GameState): void {
 // ---- start ----
 
 async function main(): Promise<void> {
-  cards = await api<Record<string, Card>>("/cards.json").catch(() => ({}));
-  const route = async () => {
-    const link = parseLink() ?? (await redeemInvite());
-    if (link) game(link);
-    else void lobby();
-  };
+  setCatalog(await api<Record<string, Card>>("/cards.json").catch(() => ({})));
   window.addEventListener("hashchange", () => location.reload());
-  await route();
+  const link = parseLink() ?? (await redeemInvite());
+  if (link) game(link);
+  else void lobby();
 }
 
 void main();

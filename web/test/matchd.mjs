@@ -4,10 +4,10 @@
 // front of it whose connections a test can cut, as a network failure would.
 import { execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -16,26 +16,47 @@ export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", ".."
 const run = promisify(execFile);
 
 let built;
+/**
+ * buildMatchd builds cmd/matchd once per process, or takes $MATCHD_BIN,
+ * which `npm test` builds once for all test files (`node test/matchd.mjs
+ * build DIR`).
+ */
 function buildMatchd() {
-  built ??= (async () => {
-    const bin = join(mkdtempSync(join(tmpdir(), "matchd-web-bin-")), "matchd");
-    await run(process.env.GO ?? "go", ["build", "-o", bin, "./cmd/matchd"], { cwd: repoRoot, maxBuffer: 16 << 20 });
-    return bin;
-  })();
+  built ??= process.env.MATCHD_BIN
+    ? Promise.resolve(resolve(process.env.MATCHD_BIN))
+    : build(mkdtempSync(join(tmpdir(), "matchd-web-bin-")));
   return built;
 }
 
-/** startMatchd starts one embedded node and resolves when it printed its ready line. */
-export async function startMatchd(extra = []) {
+async function build(dir) {
+  const bin = join(dir, "matchd");
+  await run(process.env.GO ?? "go", ["build", "-o", bin, "./cmd/matchd"], { cwd: repoRoot, maxBuffer: 16 << 20 });
+  return bin;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === "build") {
+  mkdirSync(process.argv[3], { recursive: true });
+  console.log(`built ${await build(resolve(process.argv[3]))}`);
+}
+
+/**
+ * startMatchd starts one embedded node and resolves when it printed its ready
+ * line. opts.dataDir and opts.listen ("127.0.0.1:port") start it again where
+ * a killed one was; opts.keys false gives it no --admin-token and no
+ * --ticket-key, so it keeps its own in its data directory (the token in
+ * DATA-DIR/admin-token), as the demo does.
+ */
+export async function startMatchd(extra = [], opts = {}) {
   const bin = await buildMatchd();
-  const dataDir = mkdtempSync(join(tmpdir(), "matchd-web-data-"));
-  const adminToken = randomBytes(16).toString("hex");
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "matchd-web-data-"));
+  const keys = opts.keys ?? true;
+  let adminToken = keys ? randomBytes(16).toString("hex") : "";
   const child = spawn(
     bin,
     [
       "--node-name", "web-e2e", "--gossip-addr", "127.0.0.1:0", "--remote-addr", "127.0.0.1:0",
-      "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--admin-token", adminToken,
-      "--ticket-key", randomBytes(32).toString("hex"), "--log-level", "warn", "--public-play",
+      "--listen", opts.listen ?? "127.0.0.1:0", "--data-dir", dataDir, "--log-level", "warn", "--public-play",
+      ...(keys ? ["--admin-token", adminToken, "--ticket-key", randomBytes(32).toString("hex")] : []),
       ...extra,
     ],
     { stdio: ["ignore", "pipe", "pipe"] },
@@ -57,13 +78,23 @@ export async function startMatchd(extra = []) {
     });
     child.once("exit", (code) => reject(new Error(`matchd exited (${code}):\n${tail.join("\n")}`)));
   });
+  // A node without --admin-token keeps it in its data directory and never prints it.
+  if (!keys) adminToken = readFileSync(join(dataDir, "admin-token"), "utf8").trim();
+  const kill = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    await exited;
+  };
   return {
     http,
-    adminToken,
+    dataDir,
+    get adminToken() {
+      return adminToken;
+    },
     stderrTail: () => tail.join("\n"),
+    /** kill ends the process as a crash would and keeps its data directory. */
+    kill,
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-      await exited;
+      await kill();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

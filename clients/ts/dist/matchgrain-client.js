@@ -1990,6 +1990,12 @@ function diffValue(path, a, b, out) {
 
 // src/session.ts
 var DEFAULT_BACKOFF_MS = [0, 2e3, 1e4, 3e4];
+var TicketRefused = class extends Error {
+  constructor(message, cause) {
+    super(message, cause === void 0 ? void 0 : { cause });
+    this.name = "TicketRefused";
+  }
+};
 var SessionError = class extends Error {
   constructor(code, message, cause) {
     super(message, cause === void 0 ? void 0 : { cause });
@@ -2308,7 +2314,9 @@ var Session = class _Session {
       } catch (e) {
         last = e;
         if (this.ended) throw new SessionError("Closed", "client: session closed", e);
-        if (fatalClose(e)) throw new SessionError("Rejected", `client: rejected by the server: ${String(e)}`, e);
+        if (fatalClose(e) || e instanceof TicketRefused) {
+          throw new SessionError("Rejected", `client: rejected by the server: ${String(e)}`, e);
+        }
         this.cfg.log?.("client: connection attempt failed", { attempt: attempt + 1, err: String(e) });
       }
     }
@@ -2682,6 +2690,7 @@ export {
   SoulCause,
   SoulOp,
   Step,
+  TicketRefused,
   TriggerType,
   UnknownIntentError,
   Version,

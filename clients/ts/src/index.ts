@@ -26,6 +26,7 @@ export {
   DEFAULT_BACKOFF_MS,
   Session,
   SessionError,
+  TicketRefused,
   newIntentId,
   type SessionConfig,
   type SessionErrorCode,

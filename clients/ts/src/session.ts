@@ -42,8 +42,25 @@ export interface WebSocketLike {
 /** WebSocketConstructor builds a WebSocketLike for a URL. */
 export type WebSocketConstructor = new (url: string) => WebSocketLike;
 
-/** TicketSource returns a fresh ticket; the session calls it before every attempt (tickets are single use). */
+/**
+ * TicketSource returns a fresh ticket; the session calls it before every
+ * attempt (tickets are single use). Any error counts as a failed attempt and
+ * is retried, except TicketRefused, which ends the session.
+ */
 export type TicketSource = () => Promise<string>;
+
+/**
+ * TicketRefused is what a TicketSource throws when no later attempt can get
+ * a ticket either (the seat key is wrong, the match is gone): the session
+ * then ends with SessionError "Rejected" at once instead of retrying for
+ * ever. Unreachable servers and rate limits are ordinary errors.
+ */
+export class TicketRefused extends Error {
+  constructor(message: string, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = "TicketRefused";
+  }
+}
 
 /** WireEntry is one frame in or out, for a protocol log. The ticket of a ClientHello is replaced by "…". */
 export interface WireEntry {
@@ -463,7 +480,9 @@ export class Session {
       } catch (e) {
         last = e;
         if (this.ended) throw new SessionError("Closed", "client: session closed", e);
-        if (fatalClose(e)) throw new SessionError("Rejected", `client: rejected by the server: ${String(e)}`, e);
+        if (fatalClose(e) || e instanceof TicketRefused) {
+          throw new SessionError("Rejected", `client: rejected by the server: ${String(e)}`, e);
+        }
         this.cfg.log?.("client: connection attempt failed", { attempt: attempt + 1, err: String(e) });
       }
     }

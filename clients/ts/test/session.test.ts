@@ -12,6 +12,7 @@ import {
   DEFAULT_BACKOFF_MS,
   Session,
   SessionError,
+  TicketRefused,
   decodeClientFrame,
   encodeServerFrame,
   newIntentId,
@@ -96,6 +97,59 @@ test("an unsupported-version close rejects at once, without retrying", async () 
       (e: unknown) => e instanceof SessionError && e.code === "Rejected",
     );
     assert.equal(hellos, 1, "a rejected hello must not be retried");
+  } finally {
+    for (const c of wss.clients) c.terminate();
+    await new Promise<void>((r) => wss.close(() => r()));
+  }
+});
+
+test("a refused ticket ends the session at once, at start and while reconnecting", async () => {
+  let calls = 0;
+  await assert.rejects(
+    Session.start({
+      url: "ws://127.0.0.1:1/game",
+      ticket: async () => {
+        calls++;
+        throw new TicketRefused("this link no longer works");
+      },
+      backoffMs: [0, 10],
+      maxAttempts: -1,
+    }),
+    (e: unknown) => e instanceof SessionError && e.code === "Rejected" && e.cause instanceof TicketRefused,
+  );
+  assert.equal(calls, 1, "a refused ticket must not be asked for again");
+
+  // A server that says hello and then drops the connection: the session
+  // reconnects, the ticket source now refuses, and the session ends.
+  const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+  await new Promise<void>((r) => wss.once("listening", () => r()));
+  wss.on("connection", (ws) => {
+    ws.on("message", () => {
+      ws.send(
+        encodeServerFrame({
+          type: "ServerHello",
+          body: { protocolVersion: 1, matchId: "m1", playerIndex: 0, resumed: false, eventSeq: 0, serverTimeMs: Date.now() },
+        }),
+      );
+      setTimeout(() => ws.terminate(), 20);
+    });
+  });
+  try {
+    const port = (wss.address() as { port: number }).port;
+    let tickets = 0;
+    const s = await Session.start({
+      url: `ws://127.0.0.1:${port}/game`,
+      ticket: async () => {
+        if (++tickets > 1) throw new TicketRefused("bad seat key");
+        return "t";
+      },
+      backoffMs: [0, 10],
+      maxAttempts: -1,
+    });
+    const err = await s.done;
+    assert.ok(err instanceof SessionError && err.code === "Rejected", `session ended with ${String(err)}`);
+    assert.equal(s.state, "closed");
+    assert.equal(tickets, 2);
   } finally {
     for (const c of wss.clients) c.terminate();
     await new Promise<void>((r) => wss.close(() => r()));

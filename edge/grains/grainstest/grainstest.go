@@ -12,6 +12,7 @@ import (
 	"github.com/matchgrain/matchgrain/actors"
 	mgcluster "github.com/matchgrain/matchgrain/cluster"
 	"github.com/matchgrain/matchgrain/edge"
+	"github.com/matchgrain/matchgrain/edge/edgetest"
 	"github.com/matchgrain/matchgrain/edge/grains"
 	"github.com/matchgrain/matchgrain/persistence"
 )
@@ -44,6 +45,15 @@ type Node struct {
 	Store persistence.Store
 	// Timing is the timing in effect (Options.Timing or its default).
 	Timing actors.Timing
+}
+
+// StartEdge serves NewMatches(t, opts) through a real edge on loopback
+// (edgetest.Start), as matchd serves them. The edge's cleanup is registered
+// after the member's, so the edge shuts down first.
+func StartEdge(t testing.TB, opts Options) *edgetest.Server {
+	t.Helper()
+	m, _ := NewMatches(t, opts)
+	return edgetest.Start(t, m, nil)
 }
 
 // NewMatches starts one cluster member hosting the real game's match grains

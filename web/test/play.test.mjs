@@ -1,0 +1,516 @@
+// The play page in a real headless Chromium (Debian's /usr/bin/chromium, or
+// $CHROMIUM) against a real matchd, at a desktop (1280×900) and a phone
+// (390×844) size: a whole match against the bot played only by tapping cards,
+// circles and the action bar; a second tab taking the seat; a link the server
+// refuses; a cut connection; and a server killed and restarted mid-match,
+// after which the player continues from the same link. Any uncaught page
+// error fails the test; at the phone size the page must never be wider than
+// the screen, and the decision status and actions must be in view.
+// Screenshots go to web/test/artifacts/ (not committed).
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { chromium } from "playwright-core";
+
+import { repoRoot, startMatchd, startProxy } from "./matchd.mjs";
+
+const artifacts = join(repoRoot, "web", "test", "artifacts");
+const SIZES = { desktop: { width: 1280, height: 900 }, phone: { width: 390, height: 844 } };
+let matchd;
+let browser;
+
+before(async () => {
+  mkdirSync(artifacts, { recursive: true });
+  matchd = await startMatchd(["--bot-think", "30ms"]);
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+    headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  await matchd?.stop();
+});
+
+/** open makes a browser context of one size; errors collects every uncaught page error. */
+async function open(size) {
+  const ctx = await browser.newContext({ viewport: SIZES[size] });
+  const errors = [];
+  const page = await tab(ctx, errors);
+  return { ctx, page, errors, size };
+}
+
+async function tab(ctx, errors) {
+  const page = await ctx.newPage();
+  page.on("pageerror", (e) => errors.push(`${e.name}: ${e.message}`));
+  return page;
+}
+
+/** state is the page's game state (window.matchgrain), reduced to what the tests look at. */
+async function state(page) {
+  try {
+    return await readState(page);
+  } catch (e) {
+    if (/context was destroyed|navigation/.test(String(e))) return null; // the page is reloading
+    throw e;
+  }
+}
+
+function readState(page) {
+  return page.evaluate(() => {
+    const mg = window.matchgrain;
+    if (!mg) return null;
+    const v = mg.view;
+    const me = mg.link.seat;
+    const ov = document.querySelector("#overlay");
+    const mine = v ? v.players[me] : null;
+    return {
+      matchId: mg.link.matchId,
+      conn: mg.conn,
+      ended: mg.ended,
+      busy: mg.busy,
+      error: mg.error,
+      reconnects: mg.session ? mg.session.reconnects : 0,
+      finished: v ? v.isFinished : false,
+      winner: v ? v.winner : -2,
+      turn: v ? v.turnNumber : 0,
+      step: v ? v.step : 0,
+      eventSeq: v ? v.eventSeq : 0,
+      oppHand: v ? v.players[1 - me].hand.length : 0,
+      hand: mine ? mine.hand.map((c) => c.printingId) : [],
+      occupied: mine ? mine.rearGuards.map((u) => u !== null) : [],
+      decision: document.querySelector("#decision").dataset.state ?? "",
+      overlay: ov.hidden ? "" : ov.dataset.state,
+      legal: mg.plan ? mg.legal.filter((i) => i.type !== "Concede" && i.type !== "Unknown") : [],
+      targets: mg.plan ? [...mg.plan.targets.keys()] : [],
+      buttons: mg.plan ? mg.plan.buttons.map((b) => b.id) : [],
+      sent: mg.intentsOut,
+      lastSent: mg.lastIntentOut,
+    };
+  });
+}
+
+async function waitFor(page, what, pred, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const s = await state(page);
+    if (s && pred(s)) return s;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms; last state ${JSON.stringify(s)}`);
+    await page.waitForTimeout(40);
+  }
+}
+
+/**
+ * layout checks what a phone player needs: nothing wider than the screen,
+ * and the decision status and every action button inside the viewport.
+ */
+async function checkLayout(page, where) {
+  const l = await page.evaluate(() => {
+    const r = (e) => {
+      const b = e.getBoundingClientRect();
+      return { top: b.top, bottom: b.bottom, left: b.left, right: b.right };
+    };
+    return {
+      scrollWidth: document.documentElement.scrollWidth,
+      width: innerWidth,
+      height: innerHeight,
+      decision: r(document.querySelector("#decision")),
+      buttons: [...document.querySelectorAll("#actions button")].map(r),
+    };
+  });
+  assert.ok(l.scrollWidth <= l.width, `${where}: the page is ${l.scrollWidth} px wide in a ${l.width} px screen`);
+  for (const [name, b] of [["decision status", l.decision], ...l.buttons.map((b, i) => [`action ${i + 1}`, b])]) {
+    assert.ok(b.top >= 0 && b.bottom <= l.height && b.left >= 0 && b.right <= l.width, `${where}: ${name} out of view: ${JSON.stringify(b)} in ${l.width}×${l.height}`);
+  }
+}
+
+async function newBotMatch(page, base, name) {
+  await page.goto(`http://${base}/`);
+  await page.fill("#name", name);
+  await page.click("#play-bot");
+  await page.waitForSelector("#decision[data-state=mine], #decision[data-state=theirs]", { timeout: 20_000 });
+}
+
+/** tap scrolls a card or circle to the middle of the screen, as a player would, and taps it. */
+async function tap(page, key) {
+  const sel = `[data-key="${key}"]`;
+  await page.$eval(sel, (e) => e.scrollIntoView({ block: "center" }));
+  await page.click(sel);
+}
+const press = (page, id) => page.click(`#act-${id}:not([disabled])`);
+
+/**
+ * choose is a simple player: redraw two cards once, keep, resolve whatever
+ * is asked, ride, call to empty circles, attack the vanguard (boosted when
+ * possible), guard once with a plain card, then go to battle and end the turn.
+ */
+function choose(s, memo) {
+  const of = (t) => s.legal.filter((i) => i.type === t);
+  const mull = of("Mulligan").find((i) => i.body.handIndexes.join() === "0,1");
+  if (mull && !memo.mulliganed) {
+    memo.mulliganed = true;
+    return mull;
+  }
+  const attacks = of("Attack").filter((i) => i.body.targetSlot === -1);
+  const guard = of("Guard").find((i) => i.body.discardPrintingId == null);
+  const calls = of("Call").filter((i) => !s.occupied[i.body.slot] && [1, 3, 4].includes(i.body.slot));
+  return (
+    of("FinishMulligan")[0] ??
+    of("ResolveTrigger")[0] ??
+    of("SelectTrigger")[0] ??
+    of("ResolveAbility").find((i) => i.body.accept) ??
+    of("Choose")[0] ??
+    of("Ride")[0] ??
+    calls[0] ??
+    attacks.find((i) => i.body.boosterSlot != null) ??
+    attacks[0] ??
+    (!memo.guarded && guard ? ((memo.guarded = true), guard) : undefined) ??
+    of("PassGuard")[0] ??
+    of("EnterBattle")[0] ??
+    of("SkipRide")[0] ??
+    of("EndTurn")[0] ??
+    s.legal[0]
+  );
+}
+
+/** perform makes intent happen the way a player would: by tapping cards and circles, and the bar. */
+async function perform(page, s, i) {
+  const hand = (id) => `hand:${s.hand.indexOf(id)}`;
+  const b = i.body;
+  switch (i.type) {
+    case "Mulligan":
+      for (const x of b.handIndexes) await tap(page, `hand:${x}`);
+      return press(page, "redraw");
+    case "FinishMulligan":
+      return press(page, "keep");
+    case "Ride":
+      await tap(page, hand(b.printingId));
+      return tap(page, "me:-1");
+    case "Call":
+      await tap(page, hand(b.printingId));
+      return tap(page, `me:${b.slot}`);
+    case "Attack": {
+      await tap(page, `me:${b.attackerSlot}`);
+      const toggle = await page.$("#act-boost");
+      if (toggle && (b.boosterSlot == null) === (await toggle.textContent()).includes("on")) await press(page, "boost");
+      return tap(page, `opp:${b.targetSlot}`);
+    }
+    case "Guard":
+      await tap(page, hand(b.printingId));
+      return press(page, "guard");
+    case "ResolveTrigger": {
+      await tap(page, `me:${b.powerTarget}`);
+      const after = await state(page);
+      if (after.sent > s.sent) return; // one choice only: sent at once
+      if (await page.$(`#act-heal-${b.effectTarget}`)) return press(page, `heal-${b.effectTarget}`);
+      return tap(page, `me:${b.effectTarget}`);
+    }
+    case "SelectTrigger":
+      return press(page, `order-${b.index}`);
+    case "ResolveAbility":
+      return press(page, b.accept ? "ability-yes" : "ability-no");
+    case "Choose":
+      return press(page, `choose-${b.index}`);
+    case "PassGuard":
+      return press(page, "no-guard");
+    case "EnterBattle":
+      return press(page, "battle");
+    case "SkipRide":
+      return press(page, "skip-ride");
+    case "EndTurn":
+      return press(page, "end-turn");
+    default:
+      throw new Error(`the test player has no taps for ${i.type}`);
+  }
+}
+
+/**
+ * step makes one decision by direct manipulation if it is the player's,
+ * checks that exactly that intent went out and waits for its events. It
+ * returns the intent's type, or "" when there was nothing to do.
+ */
+async function step(page, memo, onDecision) {
+  const s = await state(page);
+  if (s.decision !== "mine" || s.busy || !s.legal.length || s.overlay) return "";
+  if (onDecision) await onDecision(s);
+  const i = choose(s, memo);
+  const t0 = Date.now();
+  await perform(page, s, i);
+  const t1 = Date.now();
+  const sent = await waitFor(page, `${i.type} sent`, (x) => x.sent > s.sent, 5_000);
+  assert.equal(sent.lastSent, i.type, `tapping for ${i.type} sent ${sent.lastSent}`);
+  assert.equal(sent.sent, s.sent + 1, `tapping for ${i.type} sent ${sent.sent - s.sent} intents`);
+  const done = await waitFor(page, `after ${i.type}`, (x) => !x.busy && (x.eventSeq > s.eventSeq || x.finished));
+  assert.equal(done.error, "", `the server refused ${i.type}`);
+  if (process.env.WEB_TEST_TIMING) console.log(`${i.type}: taps ${t1 - t0} ms, events ${Date.now() - t1} ms`);
+  return i.type;
+}
+
+/** playMoves makes n of the player's decisions (waiting out the opponent's), within 30 s. */
+async function playMoves(page, memo, n) {
+  let moved = 0;
+  const deadline = Date.now() + 30_000;
+  while (moved < n && Date.now() < deadline) if (await step(page, memo)) moved++; else await page.waitForTimeout(30);
+  assert.equal(moved, n, `made ${moved} of ${n} moves in 30 s`);
+}
+
+/** playMatch plays until the end (or until enough(state, moves so far)), checking the layout at every decision on a phone. */
+async function playMatch(p, label, enough = () => false) {
+  const { page } = p;
+  const memo = { shots: new Set(), types: new Set() };
+  const shoot = async (name) => {
+    if (memo.shots.has(name)) return;
+    memo.shots.add(name);
+    await page.screenshot({ path: join(artifacts, `${label}-${name}.png`) });
+  };
+  const deadline = Date.now() + 180_000;
+  let moves = 0;
+  for (;;) {
+    const s = await state(page);
+    if (s.finished || enough(s, memo.types)) break;
+    assert.ok(Date.now() < deadline, `match not over after ${moves} moves: ${JSON.stringify(s)}`);
+    assert.equal(s.oppHand, 0, "the page holds the opponent's hand cards");
+    const t = await step(page, memo, async (d) => {
+      if (p.size === "phone") await checkLayout(page, `decision ${moves + 1} (${d.legal[0].type})`);
+      if (d.legal.some((i) => i.type === "Mulligan") && !memo.mulliganed) {
+        await tap(page, "hand:0");
+        await shoot("mulligan");
+        await tap(page, "hand:0"); // and unselect: perform taps it again
+      } else if (d.legal.some((i) => i.type === "Guard" || i.type === "PassGuard")) {
+        // The battle line names the attacker's owner and the shield needed.
+        assert.equal(await page.getAttribute("#battle-box", "data-attacker"), "1");
+        assert.match(await page.textContent("#battle-box"), /^Trainer \(bot\)'s .* attacks your /);
+        assert.match(await page.textContent("#prompt"), /You are attacked: \d+ power/);
+        await shoot("guard");
+      }
+      else if (d.legal.some((i) => i.type === "Attack")) await shoot("attack");
+      else if (d.legal.some((i) => i.type === "Call")) await shoot("main");
+    });
+    if (t) {
+      moves++;
+      memo.types.add(t);
+    } else await page.waitForTimeout(30);
+  }
+  return { moves, types: memo.types };
+}
+
+test("a whole match against the bot, played by tapping cards and circles on a phone", { timeout: 240_000 }, async () => {
+  const p = await open("phone");
+  const { page } = p;
+  await page.goto(`http://${matchd.http}/`);
+  await checkLayout(page, "lobby");
+  await page.screenshot({ path: join(artifacts, "phone-lobby.png") });
+  await newBotMatch(page, matchd.http, "Thumb");
+  const { moves, types } = await playMatch(p, "phone");
+  for (const t of ["Mulligan", "Ride", "Call", "Attack", "EndTurn"]) assert.ok(types.has(t), `never played ${t} (played ${[...types]})`);
+
+  // The end: the result in its colour, the reason, the damage, play again.
+  const s = await waitFor(page, "end screen", (x) => x.overlay === "end");
+  const box = await page.textContent("#overlay-box");
+  assert.match(box, s.winner === 0 ? /You win!/ : /You lose/);
+  assert.match(box, /sixth damage|ran out|away too long|deck/);
+  assert.match(box, /Final damage: you \d, Trainer \(bot\) \d/);
+  const cls = await page.getAttribute("#overlay-box", "class");
+  assert.ok(cls.includes(s.winner === 0 ? "win" : "lose"), `end box class ${cls}`);
+  await checkLayout(page, "end screen");
+  await page.screenshot({ path: join(artifacts, "phone-end.png") });
+  await page.click("#ov-board");
+  await page.screenshot({ path: join(artifacts, "phone-final-board.png"), fullPage: true });
+  assert.match(await page.textContent("#decision"), s.winner === 0 ? /You win/ : /You lose/);
+
+  // The protocol log opens on demand, without the ticket.
+  await page.click("#toggle-log");
+  assert.ok((await page.$$("#log .wire.in")).length > 0 && (await page.$$("#log .wire.out")).length > 0, "protocol log is empty");
+  assert.ok(!(await page.textContent("#log")).includes('"ticket":"v1'), "the protocol log shows a ticket");
+
+  // Play again: a new match against the bot, same name, at once.
+  await page.click("#again-bar");
+  const again = await waitFor(page, "a new match", (x) => x.matchId !== s.matchId && x.eventSeq > 0);
+  assert.equal(again.finished, false);
+  assert.match(await page.textContent("#me h2"), /Thumb/);
+  assert.deepEqual(p.errors, []);
+  console.log(`phone: ${s.winner === 0 ? "won" : "lost"} after ${moves} moves by tapping (${[...types].join(", ")})`);
+  await p.ctx.close();
+});
+
+test("on a desktop: turns with rides, calls, attacks and a guard by tapping, then a confirmed concession", { timeout: 180_000 }, async () => {
+  const p = await open("desktop");
+  const { page } = p;
+  await page.goto(`http://${matchd.http}/`);
+  await page.screenshot({ path: join(artifacts, "desktop-lobby.png") });
+  await newBotMatch(page, matchd.http, "Mouse Pointer with a long name");
+  const played = ["Mulligan", "Ride", "Call", "Attack"];
+  const { moves, types } = await playMatch(p, "desktop", (s, seen) => s.turn >= 4 && played.every((t) => seen.has(t)) && (seen.has("Guard") || seen.has("PassGuard")));
+  const s = await state(page);
+  assert.equal(s.finished, false, `the match ended before the test could concede (${moves} moves)`);
+  await page.screenshot({ path: join(artifacts, "desktop-board.png") });
+  await page.click("#concede");
+  await waitFor(page, "confirmation", (x) => x.overlay === "confirm");
+  await page.click("#ov-concede");
+  await waitFor(page, "end screen", (x) => x.overlay === "end");
+  const box = await page.textContent("#overlay-box");
+  assert.match(box, /You lose[\s\S]*You conceded/);
+  assert.ok((await page.getAttribute("#overlay-box", "class")).includes("lose"));
+  await page.screenshot({ path: join(artifacts, "desktop-end.png") });
+  assert.deepEqual(p.errors, []);
+  console.log(`desktop: conceded on turn ${s.turn} after ${moves} moves by tapping (${[...types].join(", ")})`);
+  await p.ctx.close();
+});
+
+test("a second tab takes the seat; the first says so and can take it back; a refused link says so", { timeout: 90_000 }, async () => {
+  const p = await open("desktop");
+  const a = p.page;
+  await newBotMatch(a, matchd.http, "Tabs");
+  await waitFor(a, "first decision", (s) => s.decision === "mine");
+  const url = a.url();
+  const b = await tab(p.ctx, p.errors);
+  await b.goto(url);
+  await waitFor(b, "second tab playing", (s) => s.conn === "open" && s.decision === "mine");
+  const replaced = await waitFor(a, "first tab told", (s) => s.overlay === "replaced");
+  assert.equal(replaced.ended, "replaced");
+  assert.match(await a.textContent("#overlay-box"), /Opened in another tab/);
+  assert.ok(await a.$$eval("#actions button", (bs) => bs.every((x) => x.disabled)), "the replaced tab's actions are enabled");
+  // A tap that gets through anyway sends nothing and throws nothing.
+  await a.evaluate(() => document.querySelector('[data-key^="hand:"]')?.click());
+  await a.evaluate(() => document.querySelector("#actions button")?.click());
+  assert.equal((await state(a)).sent, 0, "the replaced tab sent an intent");
+  await a.screenshot({ path: join(artifacts, "desktop-replaced.png") });
+
+  await a.click("#ov-retry");
+  await waitFor(a, "first tab back", (s) => s.conn === "open" && s.overlay === "" && s.decision === "mine");
+  await waitFor(b, "second tab told", (s) => s.overlay === "replaced");
+  await step(a, { mulliganed: true }); // and it plays on
+
+  // A link whose key the server refuses: a plain message, no endless retry.
+  const c = await tab(p.ctx, p.errors);
+  await c.goto(url.replace(/k=[^&]+/, "k=not-the-key"));
+  await waitFor(c, "refused link", (s) => s.overlay === "refused", 10_000);
+  assert.match(await c.textContent("#overlay-box"), /This link no longer works/);
+  await c.screenshot({ path: join(artifacts, "desktop-refused.png") });
+  assert.deepEqual(p.errors, []);
+  await p.ctx.close();
+});
+
+test("the page reconnects by itself after its connection is cut mid-decision", { timeout: 90_000 }, async () => {
+  const proxy = await startProxy(matchd.http);
+  const p = await open("desktop");
+  const { page } = p;
+  try {
+    await newBotMatch(page, proxy.addr, "Reconnector");
+    const memo = {};
+    await playMoves(page, memo, 3);
+    const before = await waitFor(page, "our decision", (s) => s.decision === "mine");
+    assert.ok(proxy.cut() > 0, "no connection to cut");
+    const back = await waitFor(page, "reconnected", (s) => s.reconnects >= 1 && s.conn === "open", 30_000);
+    assert.ok(back.eventSeq >= before.eventSeq, `state went back: ${back.eventSeq} < ${before.eventSeq}`);
+    await playMoves(page, memo, 3); // after the reconnect
+    assert.deepEqual(p.errors, []);
+  } finally {
+    await p.ctx.close();
+    await proxy.close();
+  }
+});
+
+test("a server restart mid-match: the player is told, then continues from the same link", { timeout: 120_000 }, async () => {
+  // A node as the demo runs it: no keys given, so it keeps its own.
+  let node = await startMatchd(["--bot-think", "30ms"], { keys: false });
+  const p = await open("phone");
+  const { page } = p;
+  try {
+    await newBotMatch(page, node.http, "Restarted");
+    const memo = {};
+    await playMoves(page, memo, 4);
+    const before = await waitFor(page, "our decision", (s) => s.decision === "mine");
+    await node.kill();
+    const lost = await waitFor(page, "the page says the server is gone", (s) => s.overlay === "lost", 15_000);
+    assert.notEqual(lost.conn, "open");
+    assert.match(await page.textContent("#overlay-box"), /reconnecting/i);
+    assert.ok(await page.$$eval("#actions button", (bs) => bs.every((x) => x.disabled)), "actions enabled while the server is gone");
+    await page.screenshot({ path: join(artifacts, "phone-restart-lost.png") });
+
+    node = await startMatchd(["--bot-think", "30ms"], { keys: false, dataDir: node.dataDir, listen: node.http });
+    const back = await waitFor(page, "back after the restart", (s) => s.conn === "open" && s.overlay === "" && s.decision === "mine", 60_000);
+    assert.equal(back.ended, "");
+    assert.ok(back.eventSeq >= before.eventSeq, `state went back: ${back.eventSeq} < ${before.eventSeq}`);
+    await playMoves(page, memo, 3); // after the restart
+
+    // The same link in a fresh load opens the board too.
+    await page.reload();
+    await waitFor(page, "reloaded after the restart", (s) => s.conn === "open" && s.eventSeq > back.eventSeq && s.overlay === "");
+    await checkLayout(page, "after the restart");
+    await page.screenshot({ path: join(artifacts, "phone-restart-back.png") });
+    assert.deepEqual(p.errors, []);
+  } finally {
+    await p.ctx.close();
+    await node.stop();
+  }
+});
+
+test("a friend match: the link with Copy, waiting for the friend, the attacker named after a reload, a confirmed concession ends it for both", { timeout: 180_000 }, async () => {
+  const host = await open("desktop");
+  const guest = await open("phone");
+  try {
+    const a = host.page;
+    await a.goto(`http://${matchd.http}/`);
+    await a.fill("#name", "Host");
+    await a.click("#play-friend");
+    await a.waitForSelector("#friend-link:not([hidden])");
+    const url = await a.inputValue("#friend-url");
+    assert.match(url, /#m=.+&i=.+/); // a single-use invite, not the friend's seat key
+    await a.click("#copy-friend");
+    await a.waitForSelector("#copy-friend:has-text('Copied'), #copy-friend:has-text('Select and copy')");
+    const first = await waitFor(a, "host joined", (s) => s.decision === "mine" || s.decision === "theirs");
+    if (first.decision === "theirs") assert.match(await a.textContent("#decision"), /Waiting for your friend/);
+    await a.screenshot({ path: join(artifacts, "desktop-friend.png") });
+
+    const b = guest.page;
+    await b.goto(url);
+    await waitFor(b, "guest joined", (s) => s.conn === "open" && s.eventSeq > 0);
+
+    // Both play until one of them attacks; the attacker reloads while the
+    // other decides how to guard: the battle line still names the attacker.
+    const pages = [a, b];
+    const memos = [{}, {}];
+    let defender = -1;
+    const deadline = Date.now() + 90_000;
+    while (defender < 0) {
+      assert.ok(Date.now() < deadline, "nobody attacked within 90 s");
+      for (const [seat, pg] of pages.entries()) {
+        const s = await state(pg);
+        if (s.decision === "mine" && s.legal.some((i) => i.type === "Guard" || i.type === "PassGuard")) {
+          defender = seat;
+          break;
+        }
+        await step(pg, memos[seat]);
+      }
+    }
+    const attacker = pages[1 - defender];
+    await attacker.reload();
+    await waitFor(attacker, "attacker reloaded", (s) => s.conn === "open" && s.step === 3);
+    assert.equal(await attacker.getAttribute("#battle-box", "data-attacker"), String(1 - defender));
+    assert.match(await attacker.textContent("#battle-box"), /^Your .* attacks (Host|Friend)'s /);
+    // Tap a card: its text is shown.
+    await b.click("#my-hand [data-card]");
+    assert.match(await b.textContent("#info"), /Power \d+ · shield/);
+    // Concede is apart and asks first; "Keep playing" changes nothing.
+    await b.click("#concede");
+    await waitFor(b, "confirmation", (s) => s.overlay === "confirm");
+    await b.screenshot({ path: join(artifacts, "phone-concede.png") });
+    await b.click("#ov-keep");
+    const kept = await waitFor(b, "kept playing", (s) => s.overlay === "");
+    assert.equal(kept.sent, 0);
+    await b.click("#concede");
+    await b.click("#ov-concede");
+    await waitFor(b, "guest's end", (s) => s.overlay === "end");
+    assert.match(await b.textContent("#overlay-box"), /You lose[\s\S]*You conceded/);
+    await waitFor(a, "host's end", (s) => s.overlay === "end");
+    assert.match(await a.textContent("#overlay-box"), /You win![\s\S]*conceded/);
+    assert.deepEqual([...host.errors, ...guest.errors], []);
+  } finally {
+    await host.ctx.close();
+    await guest.ctx.close();
+  }
+});
