@@ -25,7 +25,8 @@ func (g *Core) onAttach(m *AttachSeat) {
 		g.respond(&Reply{Code: ReplyBadRequest, Message: "seat is played by a bot"})
 		return
 	}
-	if cur := g.seats[m.Seat]; !m.Reattach && cur != nil && cur.sessionID != m.SessionID && m.TicketExpiresMs < cur.ticketExpiresMs {
+	if cur := g.seats[m.Seat]; !m.Reattach && cur != nil && cur.sessionID != m.SessionID && m.TicketExpiresMs < cur.ticketExpiresMs &&
+		mutate.Planted != mutate.StaleAttachTakesSeat {
 		// A stale attach: its ticket was issued before the live
 		// connection's, so its client already opened that newer one (it
 		// gave up on this connection while a partition held the attach

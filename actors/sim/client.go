@@ -102,6 +102,11 @@ func (p *player) attach(c *conn, reattach bool) {
 			c.attached = true
 			p.schedulePlay()
 		case actors.ReplyReplaced, actors.ReplyTicketUsed:
+			if p.conn == c {
+				// Only an older connection of this player can hold the seat.
+				w.fail("seat %d: its newest connection %s was refused the seat (code %d)", p.seat, c.id, r.Code)
+				return
+			}
 			p.drop(c, "replaced")
 		default:
 			w.after(w.between(50, 500), func() { p.attach(c, reattach) })
@@ -169,7 +174,7 @@ func (p *player) cut(c *conn) {
 	default:
 		w.logf("player %d takes its seat over from a new connection", p.seat)
 		c.closed = true
-		p.connect()
+		w.after(1, p.connect) // a ticket issued later expires later
 	}
 }
 
@@ -270,7 +275,10 @@ func (p *player) onPush(id string, msg any) {
 	switch m := msg.(type) {
 	case *actors.SeatDetached:
 		if m.Epoch >= c.epoch {
-			p.drop(c, "replaced")
+			// Every other connection of this player is older: a stale
+			// attach (a late or duplicated one) took the seat from the
+			// live connection.
+			p.w.fail("seat %d: its newest connection %s was detached (reason %d)", p.seat, c.id, m.Reason)
 		}
 	case *actors.SeatFrames:
 		if m.Epoch < c.epoch {

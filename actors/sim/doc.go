@@ -29,8 +29,11 @@
 // intent lands in the log twice; no write lands under a superseded epoch;
 // every event a seat saw is the durable one as that seat may see it
 // (redaction included) and a seat's stream never goes back; a seat's view
-// is the fold of its events; decision clocks and absence never fire early;
-// and once faults stop, every match finishes and is marked finished.
+// is the fold of its events; a player's newest connection is never
+// detached or refused by a stale attach of an older one; decision clocks
+// and absence never fire early, and once faults have long stopped nothing
+// happens after a decision deadline but its timeout; once faults stop,
+// every match finishes and is marked finished.
 //
 // TestSimulation runs 10,000 matches (SIM_MATCHES or -sim.matches more;
 // make simulate runs a million) on every core, independent seeds in
@@ -39,5 +42,7 @@
 //	go test ./actors/sim -run 'TestSimulation$' -seed N -v
 //
 // replays that match alone with its trace. TestMutations plants known bugs
-// (actors/internal/mutate) and shows that a run catches each.
+// (actors/internal/mutate) and shows that a run catches each; the seeds at
+// which the simulator found bugs in the grain are kept in
+// TestSimulationRegressions.
 package sim

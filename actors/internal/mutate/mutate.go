@@ -21,6 +21,9 @@ const (
 	// DropReactivationTimer: an activation does not fire or arm its
 	// deadlines; only a later request arms its timer.
 	DropReactivationTimer
+	// StaleAttachTakesSeat: a first attach with an older ticket than the
+	// live connection's (held up, then delivered) takes the seat over.
+	StaleAttachTakesSeat
 )
 
 // Planted is the bug planted now. The mutation test sets it before a run
