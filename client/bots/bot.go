@@ -318,11 +318,17 @@ func (b *bot) onSnapshot(v *protocol.MatchView) bool {
 	if v.IsFinished {
 		b.final = v
 		if !b.finalSeen && b.narrate && b.logf != nil {
-			// GameFinished happened while this bot was reconnecting: the
-			// protocol answers a finished match with a snapshot only.
+			// GameFinished happened before this connection and the server
+			// could not resume it (a fresh hello, a pruned log): only the
+			// snapshot says how the match ended.
 			line := fmt.Sprintf("#%-4d GAME OVER: draw", v.EventSeq)
 			if v.Winner != protocol.NoWinner {
 				line = fmt.Sprintf("#%-4d GAME OVER: P%d wins", v.EventSeq, v.Winner)
+			}
+			if v.FinishReason != nil {
+				if name, ok := finishNames[*v.FinishReason]; ok {
+					line += " (" + name + ")"
+				}
 			}
 			b.logf("%s (seen in the final snapshot)", line)
 		}
