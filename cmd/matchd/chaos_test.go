@@ -579,11 +579,12 @@ func TestChaosOrphanTimersFire(t *testing.T) {
 		}
 		return nil
 	})
-	// The finished match still answers with the absence result.
+	// The finished match still answers with the absence result, and says so.
 	seat, _ := dialSeat(t, cc.admin, cc.a.http, id, 0, 0)
 	v := clienttest.Await(seat, 20*time.Second, clienttest.Any[*protocol.ServerSnapshot]).View
-	if !v.IsFinished || v.Winner != protocol.NoWinner {
-		t.Fatalf("orphaned match: finished=%v winner=%d, want a draw by absence (both seats absent since creation)", v.IsFinished, v.Winner)
+	if !v.IsFinished || v.Winner != protocol.NoWinner || v.FinishReason == nil || *v.FinishReason != protocol.FinishAbsence {
+		t.Fatalf("orphaned match: finished=%v winner=%d reason=%v, want a draw by absence (both seats absent since creation)",
+			v.IsFinished, v.Winner, v.FinishReason)
 	}
 }
 
