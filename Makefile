@@ -2,7 +2,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: test alloc-test deploy-test compose-test race vet lint fuzz-smoke bench chaos-smoke flake-hunt measure demo games-1m ts-test web-test web-build nemesis nemesis-soak
+.PHONY: test alloc-test deploy-test compose-test race vet lint fuzz-smoke bench chaos-smoke simulate flake-hunt measure demo games-1m ts-test web-test web-build nemesis nemesis-soak pg-ha-soak
 
 ## test: vet, then the whole suite under -race with a throwaway PostgreSQL, then
 ## the TypeScript client's tests.
@@ -80,6 +80,14 @@ bench:
 chaos-smoke:
 	MATCHGRAIN_CHAOS_RACE=1 deploy/pg-throwaway.sh run --fast -- $(GO) test -count=1 -timeout 30m -run 'TestChaos|TestCluster' -v ./cluster ./cmd/...
 
+## simulate: the deterministic simulation of the match grain (actors/sim):
+## SIM_MATCHES seeded matches under faults (default 1,000,000) on every core,
+## invariants after every step; a failure prints the seed that replays it.
+## make test runs 10,000 of them.
+SIM_MATCHES ?= 1000000
+simulate:
+	SIM_MATCHES=$(SIM_MATCHES) $(GO) test -count=1 -timeout 180m -run 'TestSimulation$$' -v ./actors/sim
+
 ## flake-hunt: the timing-sensitive packages FLAKE_COUNT times in a row under
 ## -race (go test -count), stopping at the first failure, to catch tests that
 ## fail only sometimes. The chaos tests' failover bounds run MATCHGRAIN_KILLS
@@ -90,6 +98,14 @@ FLAKE_COUNT ?= 10
 FLAKE_PKGS ?= ./cmd/matchd ./cluster ./edge/grains ./edge ./actors ./persistence
 flake-hunt:
 	deploy/pg-throwaway.sh run --fast -- $(GO) test -race -failfast -count=$(FLAKE_COUNT) -timeout 180m $(FLAKE_PKGS)
+
+## pg-ha-soak: PGHA_KILLS kills of the PostgreSQL primary (its postmaster
+## alone and its whole node, alternately) under bot load on two members, on a
+## pg_auto_failover formation (deploy/pg-ha.sh); prints the distribution of
+## the time from each kill to the first intent accepted again.
+PGHA_KILLS ?= 10
+pg-ha-soak:
+	MATCHGRAIN_PGHA_KILLS=$(PGHA_KILLS) $(GO) test -count=1 -run TestPGHASoak -v -timeout 60m ./cmd/matchd
 
 ## measure: the load table of docs/performance.md (closed and open loop at 100 and 1,000 matches, 10,000 idle sessions; PostgreSQL fsync on).
 measure:

@@ -3,8 +3,6 @@ package actors
 import (
 	"fmt"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/matchgrain/matchgrain/game/botpolicy"
 	"github.com/matchgrain/matchgrain/protocol"
 )
@@ -28,13 +26,13 @@ type legalLister interface {
 }
 
 // isBot reports whether seat is played by the grain.
-func (g *grain) isBot(seat int) bool {
+func (g *Core) isBot(seat int) bool {
 	return seat >= 0 && seat < 2 && g.meta.Bots[seat]
 }
 
 // botDue returns when the bot that decides now should act, or 0 when no bot
 // decides (or the bot already failed at this log position).
-func (g *grain) botDue() int64 {
+func (g *Core) botDue() int64 {
 	if g.engine == nil || g.engine.IsFinished() || !g.isBot(g.engine.Decider()) || g.botStuckAt == g.logSeq+1 {
 		return 0
 	}
@@ -42,7 +40,7 @@ func (g *grain) botDue() int64 {
 }
 
 // botAct submits the deciding bot's intent if its think time is over.
-func (g *grain) botAct(ctx actor.Context, now int64) {
+func (g *Core) botAct(now int64) {
 	at := g.botDue()
 	if at == 0 || at > now {
 		return
@@ -62,7 +60,7 @@ func (g *grain) botAct(ctx actor.Context, now int64) {
 		return
 	}
 	before := g.logSeq
-	code, msg := g.handleIntent(ctx, nil, &SubmitIntent{Seat: seat, Frame: frame})
+	code, msg := g.handleIntent(nil, &SubmitIntent{Seat: seat, Frame: frame})
 	if g.state != stateRunning {
 		return
 	}
@@ -77,7 +75,7 @@ func (g *grain) botAct(ctx actor.Context, now int64) {
 // botChoice picks the bot's intent with the one bot policy (game/botpolicy),
 // among the legal commands, from the generator of the seat and the next
 // log position.
-func (g *grain) botChoice(seat int) protocol.Intent {
+func (g *Core) botChoice(seat int) protocol.Intent {
 	var legal []protocol.Intent
 	if l, ok := g.engine.(legalLister); ok {
 		legal = l.LegalCommands(seat)

@@ -9,6 +9,11 @@
 // attachments) is derived from the command log, so a new activation rebuilds
 // it from snapshot + log tail.
 //
+// The logic of one activation is Core (core.go), a state machine that takes
+// one input at a time and returns a Ready of what must happen; the
+// protoactor grain (grain.go) only carries Readys out, and the simulator
+// (actors/sim) drives the same core under a virtual clock with faults.
+//
 // A seat can be a bot (a training match, MatchSpec.Bots): the grain plays it
 // itself after Timing.BotThink, choosing among the engine's legal commands
 // from a generator seeded by the match seed and the log position, and submits

@@ -7,7 +7,7 @@ import (
 // frame encodes one server frame. Encoding our own values cannot fail unless
 // a value breaks the codec's limits, which would be a bug: it is logged and
 // the seat gets an Internal error frame instead, so the client resyncs.
-func (g *grain) frame(f protocol.ServerFrame, toSeq int64) OutFrame {
+func (g *Core) frame(f protocol.ServerFrame, toSeq int64) OutFrame {
 	b, err := protocol.EncodeServerFrame(f)
 	if err != nil {
 		g.log.Error("encode server frame", "kind", int(f.ServerFrameKind()), "err", err)
@@ -21,7 +21,7 @@ func (g *grain) frame(f protocol.ServerFrame, toSeq int64) OutFrame {
 }
 
 // view is seat's MatchView with the parts only the grain knows.
-func (g *grain) view(seat int) protocol.MatchView {
+func (g *Core) view(seat int) protocol.MatchView {
 	v := g.engine.View(seat)
 	v.MatchID = g.id
 	v.You = seat
@@ -47,12 +47,12 @@ func hasConcede(in []protocol.Intent) bool {
 	return false
 }
 
-func (g *grain) snapshotFrame(seat int) OutFrame {
+func (g *Core) snapshotFrame(seat int) OutFrame {
 	return g.frame(&protocol.ServerSnapshot{View: g.view(seat)}, g.engine.LastSeq())
 }
 
 // project returns the events of evs that seat may see, as it may see them.
-func (g *grain) project(seat int, evs []protocol.EventEnvelope) []protocol.EventEnvelope {
+func (g *Core) project(seat int, evs []protocol.EventEnvelope) []protocol.EventEnvelope {
 	out := make([]protocol.EventEnvelope, 0, len(evs))
 	for _, e := range evs {
 		if pe, ok := g.deps.Rules.Project(seat, e.Event); ok {
@@ -64,7 +64,7 @@ func (g *grain) project(seat int, evs []protocol.EventEnvelope) []protocol.Event
 
 // batchFrame is one batch of new events for seat; its range covers the
 // whole batch even if seat may see none of it (docs/protocol.md §9.4).
-func (g *grain) batchFrame(seat int, evs []protocol.EventEnvelope) OutFrame {
+func (g *Core) batchFrame(seat int, evs []protocol.EventEnvelope) OutFrame {
 	from, to := evs[0].Seq, evs[len(evs)-1].Seq
 	return g.frame(&protocol.ServerEvents{FromSeq: from, ToSeq: to, Events: g.project(seat, evs)}, to)
 }
@@ -76,7 +76,7 @@ func (g *grain) batchFrame(seat int, evs []protocol.EventEnvelope) OutFrame {
 // (docs/protocol.md §4.4). Events always follow a resumable hello, however
 // long the gap (docs/protocol.md §13): a hello's resumed is true exactly
 // when they do.
-func (g *grain) eventsFrames(seat int, fromSeq int64, all []protocol.EventEnvelope) []OutFrame {
+func (g *Core) eventsFrames(seat int, fromSeq int64, all []protocol.EventEnvelope) []OutFrame {
 	last := g.engine.LastSeq()
 	if fromSeq > last {
 		return []OutFrame{g.frame(&protocol.ServerEvents{FromSeq: fromSeq, ToSeq: last}, last)}
@@ -110,6 +110,6 @@ const (
 	maxEventsBytes   = protocol.MaxFrameBytes - 64
 )
 
-func (g *grain) clockFrame() OutFrame {
+func (g *Core) clockFrame() OutFrame {
 	return g.frame(&protocol.ServerClock{Clock: g.clock.view(g.now(), g.deps.Timing), EventSeq: g.engine.LastSeq()}, 0)
 }

@@ -43,7 +43,7 @@ func TestCreateAnswersWhileTheGrainIsUnreachable(t *testing.T) {
 			sys := actor.NewActorSystem()
 			t.Cleanup(sys.Shutdown)
 			gw := testGateway(sys, grains)
-			gw.cfg.Store, gw.cfg.Rules, gw.cfg.RequestTimeout = store, toyRules{}, 5*time.Second
+			gw.cfg.Store, gw.cfg.Rules, gw.cfg.RequestTimeout = store, ToyRules{}, 5*time.Second
 
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()

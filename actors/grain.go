@@ -13,7 +13,6 @@ import (
 	"github.com/matchgrain/matchgrain/cluster/envelope"
 	"github.com/matchgrain/matchgrain/internal/deadline"
 	"github.com/matchgrain/matchgrain/persistence"
-	"github.com/matchgrain/matchgrain/protocol"
 )
 
 // GrainDeps is what every match grain of one member shares.
@@ -57,6 +56,28 @@ type GrainDeps struct {
 
 // NewMatchKind returns the cluster kind that hosts match grains on a member.
 func NewMatchKind(deps GrainDeps) (*pcluster.Kind, error) {
+	d, err := deps.prepare()
+	if err != nil {
+		return nil, err
+	}
+	props := actor.PropsFromProducer(func() actor.Actor { return &grain{deps: d, core: newCore(d)} },
+		actor.WithDispatcher(grainDispatcher))
+	return pcluster.NewKind(MatchKind, props), nil
+}
+
+// NewCores returns a constructor of match cores that share deps, for a
+// host other than protoactor (the simulator, actors/sim). Each core is one
+// activation: its first input is Activate.
+func NewCores(deps GrainDeps) (func() *Core, error) {
+	d, err := deps.prepare()
+	if err != nil {
+		return nil, err
+	}
+	return func() *Core { return newCore(d) }, nil
+}
+
+// prepare checks deps and fills in the defaults.
+func (deps GrainDeps) prepare() (*GrainDeps, error) {
 	if deps.Store == nil || deps.Rules == nil || deps.Owner == nil {
 		return nil, errors.New("match kind needs a store, rules and an owner name")
 	}
@@ -73,10 +94,7 @@ func NewMatchKind(deps GrainDeps) (*pcluster.Kind, error) {
 		deps.StoreTimeout = 5 * time.Second
 	}
 	deps.storeDeadline = deadline.New(context.Background(), deps.StoreTimeout)
-	d := &deps
-	props := actor.PropsFromProducer(func() actor.Actor { return &grain{deps: d} },
-		actor.WithDispatcher(grainDispatcher))
-	return pcluster.NewKind(MatchKind, props), nil
+	return &deps, nil
 }
 
 // grainDispatcher runs every match grain's mailbox of this process; the
@@ -86,465 +104,72 @@ func NewMatchKind(deps GrainDeps) (*pcluster.Kind, error) {
 // after a second.
 var grainDispatcher = newWorkerDispatcher(300, 256, time.Second)
 
-// attachment is one seat's live connection, as the PID of a seat on some edge.
-type attachment struct {
-	pid       *actor.PID
-	sessionID string
-	lastSeen  int64
-	// ticketExpiresMs is the expiry of the ticket the connection opened
-	// with: a later ticket was issued later, so it orders takeovers.
-	ticketExpiresMs int64
-}
-
 // tick is the grain's own timer message (local only, never serialised).
 type tick struct{}
 
-type grainState int
-
-const (
-	stateLoading grainState = iota
-	stateRunning
-	stateNotFound
-	stateStopped // fenced or broken: never answers again
-	stateRefused // pinned to rules this member does not run: says so until it passivates
-)
-
-// grain is one activation of a match.
+// grain is one activation of a match in protoactor: it turns the actor's
+// messages into inputs of its core and carries out each Ready (core.go).
 type grain struct {
 	deps  *GrainDeps
-	id    string
-	log   *slog.Logger
-	state grainState
-	epoch int64
-
-	meta    matchMeta
-	engine  Engine
-	logSeq  int64
-	sinceSS int
-	// checkpointDue: persist found a snapshot (and, once the match is
-	// over, its finished mark) due; checkpoint writes them after the reply.
-	checkpointDue bool
-	clock         decisionClock
-	absent        absence
-	// journal holds accepted intents by seat and id (durable via the log).
-	journal intentJournal
-	// rejected remembers rejections so a re-sent id answers the same way;
-	// it is memory only: a rejection changed nothing worth persisting.
-	rejected map[journalKey]protocol.ServerIntentResult
-	// recent holds the latest Timing.ResumeWindow events or a few more
-	// (keepEvents); older ones are rebuilt from the durable log when a
-	// resume needs them.
-	recent eventJournal
-	// everyEvent, when set (ReplayMatch), collects every event as well.
-	everyEvent *[]protocol.EventEnvelope
-
-	refusal string // why the activation was refused (stateRefused)
-
-	seats         [2]*attachment
-	timer         *time.Timer
-	lastClockSent int64
-	// botStuckAt is the log position at which a bot seat failed to act
-	// (memory only: a new activation tries again once).
-	botStuckAt int64
+	core  *Core
+	timer *time.Timer
 }
-
-type journalKey struct {
-	seat int
-	id   string
-}
-
-const maxRejectedRemembered = 4096
 
 // Receive implements actor.Actor.
 func (g *grain) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *pcluster.ClusterInit:
-		g.activate(ctx, m.Identity.Identity)
+		g.carryOut(ctx, g.core.Activate(m.Identity.Identity))
 	case *tick:
-		g.onTick(ctx)
+		g.carryOut(ctx, g.core.Tick())
 	case *actor.ReceiveTimeout:
-		if g.state != stateRunning || g.engine.IsFinished() {
-			ctx.Poison(ctx.Self())
-		}
+		g.carryOut(ctx, g.core.Idle())
 	case *actor.Stopping:
 		g.stopTimer()
-		if g.deps.Metrics != nil && g.state == stateRunning {
-			g.deps.Metrics.ActiveGrains.Add(-1)
-		}
+		g.core.Stopped()
+		return
 	case *envelope.Msg:
-		g.onMessage(ctx, m)
+		g.carryOut(ctx, g.core.Handle(m.V))
+	default:
+		return
 	}
-	g.checkpoint(ctx)
+	g.carryOut(ctx, g.core.Advance())
 }
 
-func (g *grain) now() int64 { return g.deps.Now().UnixMilli() }
-
-// storeCtx bounds one store call by StoreTimeout.
-func (g *grain) storeCtx() context.Context { return g.deps.storeDeadline.Context() }
-
-// activate claims the match (fencing every older activation) and rebuilds
-// its state from snapshot + log tail.
-func (g *grain) activate(ctx actor.Context, id string) {
-	g.id = id
-	g.log = g.deps.Logger.With("match", id)
-	g.journal = intentJournal{}
-	g.rejected = map[journalKey]protocol.ServerIntentResult{}
-	if g.deps.MayActivate != nil {
-		if err := g.deps.MayActivate(); err != nil {
-			g.log.Warn("activation refused", "reason", err)
-			g.halt(ctx)
-			return
+// carryOut does what a step of the core asked, in its order.
+func (g *grain) carryOut(ctx actor.Context, rd Ready) {
+	for _, s := range rd.Sends {
+		if s.To != nil {
+			ctx.Send(s.To, envelope.Wrap(s.Msg))
+		} else if ctx.Sender() != nil {
+			ctx.Respond(envelope.Wrap(s.Msg))
 		}
 	}
-	if g.deps.Owns != nil && !g.deps.Owns(id) {
-		// A caller routed by a view older than this member's; it retries
-		// and finds the owner once its view catches up.
-		g.log.Info("activation refused: another member owns the match in this member's view")
-		g.halt(ctx)
-		return
-	}
-	started := time.Now()
-	sctx := g.storeCtx()
-	rec, err := g.deps.Store.Claim(sctx, id, g.deps.Owner())
-	if errors.Is(err, persistence.ErrMatchNotFound) {
-		g.state = stateNotFound
-		ctx.SetReceiveTimeout(g.deps.Timing.IdleStop)
-		return
-	}
-	if err != nil {
-		g.log.Error("claim failed", "err", err)
-		g.halt(ctx)
-		return
-	}
-	if err := g.recover(rec); errors.Is(err, ErrVersionMismatch) {
-		// Nothing was written; the claim only bumped the epoch. The match
-		// waits for a member that runs its rules (a rolling upgrade moves it
-		// there), and answers every request with the reason meanwhile.
-		g.log.Error("activation refused", "epoch", rec.Epoch, "reason", err)
-		g.state, g.refusal = stateRefused, err.Error()
-		ctx.SetReceiveTimeout(g.deps.Timing.IdleStop)
-		return
-	} else if err != nil {
-		g.log.Error("recovery failed", "epoch", rec.Epoch, "err", err)
-		g.halt(ctx)
-		return
-	}
-	g.state = stateRunning
-	if g.deps.Metrics != nil {
-		g.deps.Metrics.ActiveGrains.Add(1)
-		if g.epoch > 1 && !g.engine.IsFinished() {
-			g.deps.Metrics.addTakeover(Takeover{MatchID: id, Epoch: g.epoch, At: time.Now(), LogSeq: g.logSeq,
-				RecoveryMs: time.Since(started).Milliseconds()})
-		}
-	}
-	now := g.now()
-	// Connections do not survive an activation change: a seat the log
-	// thinks present is absent from now until its edge re-attaches.
-	for s := range 2 {
-		if g.absent.Since[s] == 0 && !g.isBot(s) {
-			g.absent.Since[s] = now
-		}
-	}
-	g.log.Info("match activated", "epoch", g.epoch, "log_seq", g.logSeq, "event_seq", g.engine.LastSeq(),
-		"finished", g.engine.IsFinished())
-	if g.engine.IsFinished() {
-		// A match whose last entry ended it but whose finished mark never
-		// landed (its activation died in between, or the mark failed) is
-		// still listed as unfinished, and the reclaimer would wake it
-		// again and again: mark it now.
-		g.checkpointDue = !rec.Finished
+	if rd.IdleStop {
 		ctx.SetReceiveTimeout(g.deps.Timing.IdleStop)
 	}
-	g.onTick(ctx) // overdue deadlines fire at once
-}
-
-func (g *grain) recover(rec persistence.Recovery) error {
-	g.epoch = rec.Epoch
-	if err := decodeInternal(rec.Meta, &g.meta); err != nil {
-		return fmt.Errorf("match meta: %w", err)
-	}
-	if want := RulesVersion(g.deps.Rules); g.meta.Version != "" && want != "" && g.meta.Version != want {
-		return fmt.Errorf("%w: the match is pinned to %s, this member runs %s", ErrVersionMismatch, g.meta.Version, want)
-	}
-	if rec.Snapshot != nil {
-		var ss grainSnapshot
-		if err := decodeInternal(rec.Snapshot.Data, &ss); err != nil {
-			return fmt.Errorf("snapshot: %w", err)
-		}
-		journal, err := ss.journal()
-		if err != nil {
-			return fmt.Errorf("snapshot at log seq %d: %w", rec.Snapshot.Seq, err)
-		}
-		eng, err := g.deps.Rules.Restore(ss.Engine)
-		if err != nil {
-			return fmt.Errorf("restore engine at log seq %d: %w", rec.Snapshot.Seq, err)
-		}
-		g.engine, g.clock, g.absent, g.logSeq, g.journal = eng, ss.Clock, ss.Absent, rec.Snapshot.Seq, journal
-		g.recent.reset(eng.LastSeq() + 1)
-		if !eng.IsFinished() {
-			// A finished match answers every hello with a snapshot
-			// (docs/protocol.md §9.8); its log may be pruned anyway.
-			g.rebuildJournal(rec.Snapshot.Seq, eng.LastSeq())
-		}
-	} else {
-		eng, evs, err := g.deps.Rules.New(g.meta.Seed, g.meta.Decks)
-		if err != nil {
-			return fmt.Errorf("set up match: %w", err)
-		}
-		g.engine = eng
-		g.recent.reset(1)
-		g.keepEvents(evs)
-		g.clock = newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.deps.Timing)
-		g.absent = absence{Since: [2]int64{g.meta.CreatedAt, g.meta.CreatedAt}}
-		for s := range 2 {
-			if g.isBot(s) {
-				g.absent.Since[s] = 0 // a bot is never away
-			}
-		}
-	}
-	for _, le := range rec.Tail {
-		var e logEntry
-		if err := decodeInternal(le.Payload, &e); err != nil {
-			return fmt.Errorf("log entry %d: %w", le.Seq, err)
-		}
-		if le.Seq != g.logSeq+1 {
-			return fmt.Errorf("log gap: entry %d after %d", le.Seq, g.logSeq)
-		}
-		evs, err := g.apply(e)
-		if err != nil {
-			return fmt.Errorf("replay log entry %d: %w", le.Seq, err)
-		}
-		g.keepEvents(evs)
-		g.logSeq = le.Seq
-	}
-	return nil
-}
-
-// keepEvents adds a batch to the in-memory event journal and trims it to
-// Timing.ResumeWindow. A finished match keeps none: it answers every hello
-// with a snapshot (docs/protocol.md §9.8) and a resync from before its end
-// with one too. An event that cannot be encoded (a bug) empties the
-// journal: resumes from before it then replay the log or get a snapshot.
-func (g *grain) keepEvents(evs []protocol.EventEnvelope) {
-	if g.everyEvent != nil {
-		*g.everyEvent = append(*g.everyEvent, evs...)
-	}
-	if err := g.recent.add(evs); err != nil {
-		g.log.Error("keep events for resumes", "err", err)
-		g.recent.reset(g.engine.LastSeq() + 1)
-	}
-	if g.engine.IsFinished() {
-		g.recent.trim(0)
+	if rd.Stop {
+		g.stopTimer()
+		ctx.Poison(ctx.Self())
 		return
 	}
-	g.recent.trim(g.deps.Timing.ResumeWindow)
+	if rd.Tick {
+		g.armTimer(ctx, rd.TickIn)
+	}
 }
 
-// eventsFrom returns the events from fromSeq to the last seq: from the
-// journal, or else (a resuming hello from before the journal) rebuilt by
-// replaying the durable log on a scratch activation. ok is false when they
-// cannot be had: the caller sends a snapshot instead.
-func (g *grain) eventsFrom(fromSeq int64) (evs []protocol.EventEnvelope, ok bool) {
-	evs, err := g.recent.since(fromSeq)
-	if err == nil {
-		return evs, true
-	}
-	if !errors.Is(err, errNotJournaled) {
-		g.log.Error("read events kept for resumes", "from_seq", fromSeq, "err", err)
-	}
-	all, err := g.replayLog(g.logSeq, g.engine.LastSeq())
-	if err != nil {
-		g.log.Warn("resume events not rebuilt from the log: snapshot instead", "from_seq", fromSeq, "err", err)
-		return nil, false
-	}
-	if g.deps.Metrics != nil {
-		g.deps.Metrics.JournalRebuilds.Add(1)
-	}
-	return all[fromSeq-1:], true
-}
-
-// apply runs one log entry against the engine and the clocks. It is the only
-// place state changes, live and on replay alike.
-func (g *grain) apply(e logEntry) ([]protocol.EventEnvelope, error) {
-	switch e.Kind {
-	case entryIntent:
-		f, err := protocol.DecodeClientFrame(e.Frame)
-		if err != nil {
-			return nil, fmt.Errorf("decode intent %q: %w", e.IntentID, err)
-		}
-		ci, ok := f.(*protocol.ClientIntent)
-		if !ok || ci.Intent == nil {
-			return nil, fmt.Errorf("log entry holds %T, not an intent", f)
-		}
-		evs, err := g.applyIntent(e, ci.Intent)
-		if err != nil {
-			return nil, fmt.Errorf("engine rejected logged intent %q: %w", e.IntentID, err)
-		}
-		return evs, nil
-	case entryFinish:
-		evs := g.engine.Finish(e.Loser, protocol.FinishReason(e.Reason))
-		g.afterChange(e.At)
-		return evs, nil
-	case entryPresence:
-		if e.Seat < 0 || e.Seat > 1 {
-			return nil, fmt.Errorf("presence for seat %d", e.Seat)
-		}
-		if e.Present {
-			g.absent.Since[e.Seat] = 0
-		} else {
-			g.absent.Since[e.Seat] = e.At
-		}
-		return nil, nil
-	}
-	return nil, fmt.Errorf("unknown log entry kind %d", e.Kind)
-}
-
-// applyIntent runs an intent (Concede is the server's: it finishes the
-// match); an error is the engine's rejection and changed nothing.
-func (g *grain) applyIntent(e logEntry, in protocol.Intent) ([]protocol.EventEnvelope, error) {
-	var evs []protocol.EventEnvelope
-	if _, concede := in.(protocol.Concede); concede {
-		evs = g.engine.Finish(e.Seat, protocol.FinishConceded)
-	} else {
-		var err error
-		if evs, err = g.engine.Execute(e.Seat, in); err != nil {
-			return nil, err
-		}
-	}
-	g.journal.add(e.Seat, e.IntentID, g.engine.LastSeq())
-	g.afterChange(e.At)
-	return evs, nil
-}
-
-func (g *grain) afterChange(at int64) {
-	if g.engine.IsFinished() {
-		g.clock.stop(at, g.deps.Timing)
+// armTimer arms the activation's one timer. It is re-armed, not made
+// anew: every accepted intent moves the deadline, and a new timer each time
+// cost an allocation and a timer-heap insert and delete per intent. A tick
+// already on its way when the timer is re-armed is harmless: the core only
+// acts on what is due and asks for the timer again.
+func (g *grain) armTimer(ctx actor.Context, d time.Duration) {
+	if g.timer != nil {
+		g.timer.Reset(d)
 		return
 	}
-	g.clock.restart(g.engine.Decider(), at, g.deps.Timing)
-}
-
-// commit applies a server-side entry (finish, presence) and makes it durable.
-func (g *grain) commit(ctx actor.Context, e logEntry) ([]protocol.EventEnvelope, bool) {
-	evs, err := g.apply(e)
-	if err != nil {
-		g.log.Error("apply server command", "kind", int(e.Kind), "err", err)
-		g.halt(ctx)
-		return nil, false
-	}
-	return evs, g.persist(ctx, e, evs)
-}
-
-// persist appends an entry that is already applied in memory. Nothing is
-// sent to any seat before it returns true. On a store failure the activation
-// cannot know whether the write landed, and its memory is ahead of what it
-// can prove durable, so it halts and a fresh activation rebuilds from the log.
-func (g *grain) persist(ctx actor.Context, e logEntry, evs []protocol.EventEnvelope) bool {
-	payload, err := encodeLogEntry(e)
-	if err != nil {
-		g.log.Error("encode log entry", "err", err)
-		g.halt(ctx)
-		return false
-	}
-	sctx := g.storeCtx()
-	start := time.Now()
-	err = g.deps.Store.Append(sctx, g.id, g.epoch, []persistence.LogEntry{{Seq: g.logSeq + 1, Payload: payload}})
-	if g.deps.Metrics != nil {
-		g.deps.Metrics.observeAppend(time.Since(start), err)
-	}
-	g.deps.Metrics.observeFenced(err)
-	if err != nil {
-		if errors.Is(err, persistence.ErrFenced) {
-			g.log.Warn("fenced: a newer activation owns this match", "epoch", g.epoch)
-		} else {
-			g.log.Error("append failed", "log_seq", g.logSeq+1, "err", err)
-		}
-		g.halt(ctx)
-		return false
-	}
-	g.logSeq++
-	g.keepEvents(evs)
-	g.sinceSS++
-	if g.sinceSS >= g.deps.Timing.SnapshotEvery || g.engine.IsFinished() {
-		g.checkpointDue = true
-	}
-	return true
-}
-
-// checkpoint writes the snapshot and the finished mark that persist found
-// due. Receive calls it once the message is fully handled, so the result,
-// the events and the reply are already on their way: neither write is part
-// of any acknowledgement (the appended entry is what makes an intent
-// durable; a snapshot only shortens the next recovery, and an unmarked
-// finished match is reclaimed, replayed and marked by its next activation),
-// so a player should not wait for them. Every 32nd intent used to pay a
-// second round trip to PostgreSQL, and the match's last one two more, before
-// its result left.
-func (g *grain) checkpoint(ctx actor.Context) {
-	if !g.checkpointDue || g.state != stateRunning {
-		return
-	}
-	g.checkpointDue = false
-	g.snapshot(ctx)
-	if g.state != stateRunning || !g.engine.IsFinished() {
-		return
-	}
-	sctx := g.storeCtx()
-	err := g.deps.Store.MarkFinished(sctx, g.id, g.epoch)
-	g.deps.Metrics.observeFenced(err)
-	if err != nil && !errors.Is(err, persistence.ErrFenced) {
-		g.log.Warn("mark finished", "err", err)
-	}
-	ctx.SetReceiveTimeout(g.deps.Timing.IdleStop)
-}
-
-func (g *grain) snapshot(ctx actor.Context) {
-	state, err := g.engine.MarshalState()
-	if err != nil {
-		g.log.Error("marshal engine state", "err", err)
-		return
-	}
-	ss := newSnapshot(state, g.clock, g.absent, g.journal)
-	data, err := encodeInternal(ss)
-	if err != nil {
-		g.log.Error("encode snapshot", "err", err)
-		return
-	}
-	sctx := g.storeCtx()
-	if err := g.deps.Store.SaveSnapshot(sctx, g.id, g.epoch, persistence.Snapshot{Seq: g.logSeq, Data: data}); err != nil {
-		g.deps.Metrics.observeFenced(err)
-		if errors.Is(err, persistence.ErrFenced) {
-			g.halt(ctx)
-			return
-		}
-		// A missing snapshot only lengthens the next recovery.
-		g.log.Warn("save snapshot", "log_seq", g.logSeq, "err", err)
-		return
-	}
-	g.sinceSS = 0
-}
-
-// halt stops this activation for good: it drops its state and never serves
-// again. Requests already in its mailbox are answered Unavailable before it
-// stops (a poison pill, not a stop, which would drop them unanswered and
-// leave each caller waiting for its timeout), so their callers retry on the
-// activation that owns the match now; seats re-attach there.
-func (g *grain) halt(ctx actor.Context) {
-	if g.state == stateRunning && g.deps.Metrics != nil {
-		g.deps.Metrics.ActiveGrains.Add(-1)
-	}
-	g.state = stateStopped
-	g.stopTimer()
-	for s, a := range g.seats {
-		if a != nil {
-			// No SeatDetached: the edge seat's keep-alive finds the new
-			// activation and re-attaches without the client noticing.
-			g.seats[s] = nil
-		}
-	}
-	g.engine = nil
-	g.recent = eventJournal{}
-	ctx.Poison(ctx.Self())
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	g.timer = time.AfterFunc(d, func() { root.Send(self, &tick{}) })
 }
 
 func (g *grain) stopTimer() {
@@ -552,150 +177,4 @@ func (g *grain) stopTimer() {
 		g.timer.Stop()
 		g.timer = nil
 	}
-}
-
-func (g *grain) respond(ctx actor.Context, r *Reply) {
-	if ctx.Sender() == nil {
-		return
-	}
-	if g.engine != nil {
-		r.LastSeq = g.engine.LastSeq()
-	}
-	r.Epoch = g.epoch
-	ctx.Respond(envelope.Wrap(r))
-}
-
-func (g *grain) onMessage(ctx actor.Context, m *envelope.Msg) {
-	switch g.state {
-	case stateNotFound:
-		if _, ok := m.V.(*Reply); !ok {
-			g.respond(ctx, &Reply{Code: ReplyNotFound, Message: "match not found"})
-		}
-		return
-	case stateStopped, stateLoading:
-		g.respond(ctx, &Reply{Code: ReplyUnavailable, Message: "match is moving"})
-		return
-	case stateRefused:
-		g.respond(ctx, &Reply{Code: ReplyUnavailable, Message: g.refusal})
-		return
-	}
-	if e := seenEpoch(m.V); e > g.epoch {
-		// A seat has had frames from a newer activation: one claimed the
-		// match after this one, so this one's next write would be fenced,
-		// and what it answers meanwhile comes from an old state (the seat
-		// would even drop it, by its epoch).
-		g.log.Info("superseded: a seat has seen a newer activation", "epoch", g.epoch, "seen_epoch", e)
-		g.halt(ctx)
-		g.respond(ctx, &Reply{Code: ReplyUnavailable, Message: "match is moving"})
-		return
-	}
-	switch v := m.V.(type) {
-	case *Wake:
-		g.respond(ctx, &Reply{Code: ReplyOK})
-	case *Inspect:
-		g.respond(ctx, &Reply{Code: ReplyOK, Status: g.status()})
-	case *AttachSeat:
-		g.onAttach(ctx, v)
-	case *SubmitIntent:
-		g.onIntent(ctx, v)
-	case *ResyncSeat:
-		g.onResync(ctx, v)
-	case *DetachSeat:
-		g.onDetach(ctx, v)
-	case *SeatPing:
-		g.onSeatPing(ctx, v)
-	case *envelope.Unknown:
-		g.log.Warn("ignoring unknown message type", "type", v.Type)
-		g.respond(ctx, &Reply{Code: ReplyBadRequest, Message: "unknown message"})
-	default:
-		g.log.Warn("ignoring unexpected message", "type", fmt.Sprintf("%T", v))
-		g.respond(ctx, &Reply{Code: ReplyBadRequest, Message: "unexpected message"})
-	}
-}
-
-// seenEpoch is the newest activation epoch the sender of m has seen (0 if
-// m carries none).
-func seenEpoch(m any) int64 {
-	switch v := m.(type) {
-	case *AttachSeat:
-		return v.SeenEpoch
-	case *SubmitIntent:
-		return v.SeenEpoch
-	case *ResyncSeat:
-		return v.SeenEpoch
-	case *SeatPing:
-		return v.SeenEpoch
-	}
-	return 0
-}
-
-// attached returns the attachment of seat if sessionID holds it.
-func (g *grain) attached(seat int, sessionID string) *attachment {
-	if seat < 0 || seat > 1 {
-		return nil
-	}
-	a := g.seats[seat]
-	if a == nil || a.sessionID != sessionID {
-		return nil
-	}
-	a.lastSeen = g.now()
-	return a
-}
-
-// rebuildJournal rebuilds the event journal up to the snapshot point from
-// the durable log (the store keeps the entries a snapshot covers), so a
-// client behind the snapshot resumes from events after a failover, not from
-// a snapshot (docs/protocol.md §13). The events must end at snapEventSeq. A
-// store that cannot read its log back, or a replay that disagrees, leaves the
-// journal starting at the snapshot; a resume from before it then tries the
-// log again (eventsFrom).
-func (g *grain) rebuildJournal(snapLogSeq, snapEventSeq int64) {
-	evs, err := g.replayLog(snapLogSeq, snapEventSeq)
-	if err != nil {
-		g.log.Warn("event journal not rebuilt", "log_seq", snapLogSeq, "err", err)
-		return
-	}
-	// Only the latest window is kept; the tail replayed next adds to it.
-	g.recent.reset(max(1, snapEventSeq+1-int64(g.deps.Timing.ResumeWindow)))
-	g.keepEvents(evs[g.recent.first()-1:])
-}
-
-// replayLog replays log entries 1..toLogSeq on a scratch activation and
-// returns every event from seq 1; they must end at wantEventSeq.
-func (g *grain) replayLog(toLogSeq, wantEventSeq int64) ([]protocol.EventEnvelope, error) {
-	r, ok := g.deps.Store.(persistence.LogReader)
-	if !ok {
-		return nil, errors.New("the store cannot read its log back")
-	}
-	sctx := g.storeCtx()
-	head, err := r.ReadLog(sctx, g.id, 1, toLogSeq)
-	if err != nil {
-		return nil, fmt.Errorf("read log to %d: %w", toLogSeq, err)
-	}
-	eng, evs, err := g.deps.Rules.New(g.meta.Seed, g.meta.Decks)
-	if err != nil {
-		return nil, fmt.Errorf("set up match: %w", err)
-	}
-	scratch := &grain{deps: g.deps, id: g.id, log: g.log, meta: g.meta, engine: eng,
-		journal: intentJournal{},
-		clock:   newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.deps.Timing)}
-	for i, le := range head {
-		if le.Seq != int64(i)+1 {
-			return nil, fmt.Errorf("log gap: entry %d, want %d", le.Seq, i+1)
-		}
-		var e logEntry
-		if err := decodeInternal(le.Payload, &e); err != nil {
-			return nil, fmt.Errorf("log entry %d: %w", le.Seq, err)
-		}
-		more, err := scratch.apply(e)
-		if err != nil {
-			return nil, fmt.Errorf("replay log entry %d: %w", le.Seq, err)
-		}
-		evs = append(evs, more...)
-	}
-	if int64(len(head)) != toLogSeq || eng.LastSeq() != wantEventSeq || len(evs) == 0 || evs[0].Seq != 1 || evs[len(evs)-1].Seq != wantEventSeq {
-		return nil, fmt.Errorf("replay disagrees: %d entries to log seq %d, event seq %d, want %d",
-			len(head), toLogSeq, eng.LastSeq(), wantEventSeq)
-	}
-	return evs, nil
 }

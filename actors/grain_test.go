@@ -75,7 +75,7 @@ func startTestNode(t *testing.T, timing Timing) *testNode {
 
 func startTestNodeOn(t *testing.T, timing Timing, inner persistence.Store) *testNode {
 	t.Helper()
-	return startTestNodeRules(t, timing, inner, toyRules{})
+	return startTestNodeRules(t, timing, inner, ToyRules{})
 }
 
 // startTestNodeRules starts a node with rules; tune, if given, adjusts the
@@ -485,7 +485,7 @@ func TestGrainResultsDoNotWaitForCheckpoints(t *testing.T) {
 	for _, sk := range storeKinds {
 		t.Run(sk.name, func(t *testing.T) {
 			timing := fastTiming()
-			tn := startTestNodeRules(t, timing, sk.open(t), toyRules{}, func(d *GrainDeps) {
+			tn := startTestNodeRules(t, timing, sk.open(t), ToyRules{}, func(d *GrainDeps) {
 				d.StoreTimeout = 5 * time.Minute
 			})
 			id := tn.create(t, 0)

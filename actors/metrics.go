@@ -33,6 +33,8 @@ type Metrics struct {
 	// JournalRebuilds counts resumes from before the in-memory event
 	// journal (Timing.ResumeWindow), answered by replaying the durable log.
 	JournalRebuilds prometheus.Counter
+	// Halts counts activations that stopped for good, by HaltReason.
+	Halts *prometheus.CounterVec
 
 	mu        sync.Mutex
 	takeovers []Takeover // ring, newest last
@@ -131,12 +133,19 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "matchgrain_grain_journal_rebuilds_total",
 			Help: "Resumes from before the in-memory event journal (--resume-window), answered by replaying the durable log.",
 		}),
+		Halts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "matchgrain_grain_halts_total",
+			Help: "Activations that stopped for good (fenced, superseded, an append with an unknown outcome, ...), by reason.",
+		}, []string{"reason"}),
+	}
+	for r := HaltActivationRefused; int(r) < len(haltReasonNames); r++ {
+		m.Halts.WithLabelValues(r.String()) // the series exist at 0
 	}
 	fenced := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "matchgrain_store_fenced_writes_total", Help: "Writes of stale activations refused by the epoch fence.",
 	}, func() float64 { return float64(m.fenced.Load()) })
 	for _, c := range []prometheus.Collector{m.ActiveGrains, m.IntentsAccepted, m.IntentsRejected,
-		m.Appends, m.AppendErrors, m.AppendSeconds, m.AppendDuration, m.JournalRebuilds, fenced} {
+		m.Appends, m.AppendErrors, m.AppendSeconds, m.AppendDuration, m.JournalRebuilds, m.Halts, fenced} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register grain metrics: %w", err)
 		}
@@ -150,5 +159,12 @@ func (m *Metrics) observeAppend(d time.Duration, err error) {
 	m.AppendDuration.Observe(d.Seconds())
 	if err != nil {
 		m.AppendErrors.Inc()
+	}
+}
+
+// observeHalt counts an activation that halted.
+func (m *Metrics) observeHalt(r HaltReason) {
+	if m != nil {
+		m.Halts.WithLabelValues(r.String()).Inc()
 	}
 }

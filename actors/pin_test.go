@@ -12,7 +12,7 @@ import (
 
 // versionedToy is the toy engine under a rules version.
 type versionedToy struct {
-	toyRules
+	ToyRules
 	v string
 }
 

@@ -113,6 +113,18 @@ func testFenced(t *testing.T, tn *testNode) {
 	if exported != 1 {
 		t.Fatalf("matchgrain_store_fenced_writes_total exported as %v, want 1", exported)
 	}
+	// The halt is counted under its typed reason, the other reasons at 0.
+	halts := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() == "matchgrain_grain_halts_total" {
+			for _, m := range mf.GetMetric() {
+				halts[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	if halts[HaltFenced.String()] != 1 || halts[HaltAppendUnknown.String()] != 0 || len(halts) != len(haltReasonNames)-1 {
+		t.Fatalf("matchgrain_grain_halts_total: %v, want fenced 1 and every other reason at 0", halts)
+	}
 	sendIntent(t, s0, "y", 1, protocol.EndTurn{})
 	if res := expectResult(t, k0, "y"); !res.Accepted || !res.Duplicate || res.EventSeq != 4 {
 		t.Fatalf("re-sent intent: %+v, want a duplicate of seq 4", res)

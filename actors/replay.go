@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/protocol"
@@ -61,9 +62,9 @@ func ReplayMatch(rules Rules, timing Timing, meta []byte, snap *persistence.Snap
 	if len(log) > 0 && log[0].Seq != 1 {
 		return r, fmt.Errorf("replay: the log starts at seq %d (pruned by retention?); a replay needs it from seq 1", log[0].Seq)
 	}
-	fresh := func() *grain {
+	fresh := func() *Core {
 		deps := &GrainDeps{Rules: rules, Timing: timing, Logger: slog.New(slog.DiscardHandler)}
-		return &grain{deps: deps, journal: intentJournal{}, rejected: map[journalKey]protocol.ServerIntentResult{}}
+		return newCore(deps)
 	}
 	// From the log alone: up to the snapshot's seq first, to compare there.
 	var upTo int
@@ -139,7 +140,7 @@ func ReplayMatch(rules Rules, timing Timing, meta []byte, snap *persistence.Snap
 // decision clock and the remembered intents. Absence is left out: an
 // activation marks connected seats absent in memory (connections do not
 // survive it), and a later snapshot stores that without a log entry.
-func stateBytes(g *grain) ([]byte, error) {
+func stateBytes(g *Core) ([]byte, error) {
 	eng, err := g.engine.MarshalState()
 	if err != nil {
 		return nil, fmt.Errorf("replay: marshal engine state: %w", err)
@@ -149,7 +150,7 @@ func stateBytes(g *grain) ([]byte, error) {
 
 // sameAsSnapshot compares g (rebuilt from the log up to the snapshot's
 // seq) with the stored snapshot: engine bytes, clocks, absence, journal.
-func sameAsSnapshot(g *grain, snap *persistence.Snapshot) (bool, error) {
+func sameAsSnapshot(g *Core, snap *persistence.Snapshot) (bool, error) {
 	var ss grainSnapshot
 	if err := decodeInternal(snap.Data, &ss); err != nil {
 		return false, fmt.Errorf("replay: decode snapshot: %w", err)
@@ -168,4 +169,97 @@ func sameAsSnapshot(g *grain, snap *persistence.Snapshot) (bool, error) {
 		return false, err
 	}
 	return bytes.Equal(stored, rebuilt), nil
+}
+
+// LogRecord is one durable log entry as ReplayLog decodes it, for tools and
+// the simulator's checks. Kind is "intent", "finish" or "presence".
+type LogRecord struct {
+	Seq      int64
+	Kind     string
+	At       int64
+	Seat     int
+	IntentID string
+	// EventSeq is the last event seq once the entry was applied.
+	EventSeq int64
+	// DeadlineAt is when the decider would have lost on time as the entry
+	// came (Unix ms; 0 when no decision clock ran): the deadline the
+	// entry, or a timeout in its place, had to come by.
+	DeadlineAt int64
+	// Loser and Reason describe a finish; Present a presence change.
+	Loser   int
+	Reason  protocol.FinishReason
+	Present bool
+}
+
+// ReplayedLog is a whole match rebuilt from its creation meta and log.
+type ReplayedLog struct {
+	Records []LogRecord
+	// Events is every event from seq 1, unprojected.
+	Events []protocol.EventEnvelope
+	// Views is each seat's view of the final state, as a snapshot frame
+	// would carry it (without the clock).
+	Views    [2]protocol.MatchView
+	Finished bool
+}
+
+// ReplayLog rebuilds a match from its creation meta and its whole log
+// (seq 1 on), entry by entry, through the same apply the grain uses.
+func ReplayLog(rules Rules, timing Timing, meta []byte, log []persistence.LogEntry) (ReplayedLog, error) {
+	var out ReplayedLog
+	g := newCore(&GrainDeps{Rules: rules, Timing: timing, Logger: slog.New(slog.DiscardHandler),
+		Now: func() time.Time { return time.UnixMilli(0) }})
+	g.log = g.deps.Logger
+	g.everyEvent = &out.Events
+	if err := g.recover(persistence.Recovery{Meta: meta}); err != nil {
+		return out, fmt.Errorf("replay log: %w", err)
+	}
+	for _, le := range log {
+		var e logEntry
+		if err := decodeInternal(le.Payload, &e); err != nil {
+			return out, fmt.Errorf("replay log: entry %d: %w", le.Seq, err)
+		}
+		if le.Seq != g.logSeq+1 {
+			return out, fmt.Errorf("replay log: gap: entry %d after %d", le.Seq, g.logSeq)
+		}
+		deadline := g.clock.timeoutAt(timing)
+		evs, err := g.apply(e)
+		if err != nil {
+			return out, fmt.Errorf("replay log: entry %d: %w", le.Seq, err)
+		}
+		g.keepEvents(evs)
+		g.logSeq = le.Seq
+		r := e.record(le.Seq)
+		r.EventSeq, r.DeadlineAt = g.engine.LastSeq(), deadline
+		out.Records = append(out.Records, r)
+	}
+	for s := range 2 {
+		out.Views[s] = g.view(s)
+		out.Views[s].Clock = protocol.ClockView{}
+	}
+	out.Finished = g.engine.IsFinished()
+	return out, nil
+}
+
+// DecodeLogRecord decodes one durable log entry (EventSeq is left 0: only a
+// replay knows it).
+func DecodeLogRecord(le persistence.LogEntry) (LogRecord, error) {
+	var e logEntry
+	if err := decodeInternal(le.Payload, &e); err != nil {
+		return LogRecord{}, fmt.Errorf("log entry %d: %w", le.Seq, err)
+	}
+	return e.record(le.Seq), nil
+}
+
+var entryKindNames = map[entryKind]string{entryIntent: "intent", entryFinish: "finish", entryPresence: "presence"}
+
+func (e *logEntry) record(seq int64) LogRecord {
+	return LogRecord{Seq: seq, Kind: entryKindNames[e.Kind], At: e.At, Seat: e.Seat, IntentID: e.IntentID,
+		Loser: e.Loser, Reason: protocol.FinishReason(e.Reason), Present: e.Present}
+}
+
+// EncodeMatchMeta is the creation meta of a match as the store keeps it
+// (CreateMatch), for tools and the simulator that create matches without a
+// gateway.
+func EncodeMatchMeta(names, decks [2]string, seed uint64, createdAtMs int64, bots [2]bool, rules Rules) ([]byte, error) {
+	return encodeInternal(matchMeta{Names: names, Decks: decks, Seed: seed, CreatedAt: createdAtMs, Bots: bots, Version: RulesVersion(rules)})
 }

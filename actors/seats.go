@@ -7,7 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/matchgrain/matchgrain/cluster/envelope"
+	"github.com/matchgrain/matchgrain/actors/internal/mutate"
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/protocol"
 )
@@ -16,21 +16,22 @@ import (
 // grain treats the seat's transport as gone (its edge died or lost the link).
 const keepAliveMisses = 3
 
-func (g *grain) onAttach(ctx actor.Context, m *AttachSeat) {
+func (g *Core) onAttach(m *AttachSeat) {
 	if m.Seat < 0 || m.Seat > 1 || m.SessionID == "" || m.SessionAddr == "" {
-		g.respond(ctx, &Reply{Code: ReplyBadRequest, Message: "bad seat"})
+		g.respond(&Reply{Code: ReplyBadRequest, Message: "bad seat"})
 		return
 	}
 	if g.isBot(m.Seat) {
-		g.respond(ctx, &Reply{Code: ReplyBadRequest, Message: "seat is played by a bot"})
+		g.respond(&Reply{Code: ReplyBadRequest, Message: "seat is played by a bot"})
 		return
 	}
-	if cur := g.seats[m.Seat]; !m.Reattach && cur != nil && cur.sessionID != m.SessionID && m.TicketExpiresMs < cur.ticketExpiresMs {
+	if cur := g.seats[m.Seat]; !m.Reattach && cur != nil && cur.sessionID != m.SessionID && m.TicketExpiresMs < cur.ticketExpiresMs &&
+		mutate.Planted != mutate.StaleAttachTakesSeat {
 		// A stale attach: its ticket was issued before the live
 		// connection's, so its client already opened that newer one (it
 		// gave up on this connection while a partition held the attach
 		// up). Taking the seat over would cut off the live connection.
-		g.respond(ctx, &Reply{Code: ReplyReplaced, Message: "seat taken by a newer connection"})
+		g.respond(&Reply{Code: ReplyReplaced, Message: "seat taken by a newer connection"})
 		return
 	}
 	if !m.Reattach {
@@ -39,28 +40,28 @@ func (g *grain) onAttach(ctx actor.Context, m *AttachSeat) {
 		// finds its own record and goes on; any other use is refused.
 		err := g.deps.Store.ConsumeTicket(g.storeCtx(), m.TicketID, time.UnixMilli(m.TicketExpiresMs), m.SessionAddr+"/"+m.SessionID)
 		if errors.Is(err, persistence.ErrTicketUsed) {
-			g.respond(ctx, &Reply{Code: ReplyTicketUsed, Message: "ticket already used"})
+			g.respond(&Reply{Code: ReplyTicketUsed, Message: "ticket already used"})
 			return
 		}
 		if err != nil {
 			g.log.Error("consume ticket", "seat", m.Seat, "err", err)
-			g.respond(ctx, &Reply{Code: ReplyUnavailable, Message: "store unavailable"})
+			g.respond(&Reply{Code: ReplyUnavailable, Message: "store unavailable"})
 			return
 		}
 	}
 	if cur := g.seats[m.Seat]; m.Reattach && cur != nil && cur.sessionID != m.SessionID {
 		// A re-attach never overrides a live attachment: the live one came
 		// with a fresh ticket, so it is the newer connection.
-		g.respond(ctx, &Reply{Code: ReplyReplaced, Message: "seat taken by another connection"})
+		g.respond(&Reply{Code: ReplyReplaced, Message: "seat taken by another connection"})
 		return
 	}
 	pid := actor.NewPID(m.SessionAddr, m.SessionID)
 	if old := g.seats[m.Seat]; old != nil && old.sessionID != m.SessionID {
-		ctx.Send(old.pid, envelope.Wrap(&SeatDetached{Epoch: g.epoch, Reason: DetachReplaced}))
+		g.send(old.pid, &SeatDetached{Epoch: g.epoch, Reason: DetachReplaced})
 	}
 	g.seats[m.Seat] = &attachment{pid: pid, sessionID: m.SessionID, lastSeen: g.now(), ticketExpiresMs: m.TicketExpiresMs}
 	if g.absent.Since[m.Seat] != 0 && !g.engine.IsFinished() {
-		if _, ok := g.commit(ctx, logEntry{Kind: entryPresence, At: g.now(), Seat: m.Seat, Present: true}); !ok {
+		if _, ok := g.commit(logEntry{Kind: entryPresence, At: g.now(), Seat: m.Seat, Present: true}); !ok {
 			return
 		}
 	}
@@ -86,26 +87,26 @@ func (g *grain) onAttach(ctx actor.Context, m *AttachSeat) {
 	}
 	frames = append(frames, state...)
 	frames = append(frames, g.clockFrame())
-	ctx.Send(pid, envelope.Wrap(&SeatFrames{Epoch: g.epoch, Initial: true, Frames: frames}))
-	g.respond(ctx, &Reply{Code: ReplyOK})
-	g.scheduleTick(ctx)
+	g.send(pid, &SeatFrames{Epoch: g.epoch, Initial: true, Frames: frames})
+	g.respond(&Reply{Code: ReplyOK})
+	g.scheduleTick()
 }
 
-func (g *grain) onIntent(ctx actor.Context, m *SubmitIntent) {
+func (g *Core) onIntent(m *SubmitIntent) {
 	a := g.attached(m.Seat, m.SessionID)
 	if a == nil {
-		g.respond(ctx, &Reply{Code: ReplyNotAttached, Message: "seat not attached"})
+		g.respond(&Reply{Code: ReplyNotAttached, Message: "seat not attached"})
 		return
 	}
 	// The reply comes only after the intent's outcome is settled: a write
 	// that found this activation fenced answers Unavailable, so the edge
 	// retries the same intent on the new activation instead of the client
 	// waiting for a result that will never come.
-	code, msg := g.handleIntent(ctx, a, m)
-	g.respond(ctx, &Reply{Code: code, Message: msg})
+	code, msg := g.handleIntent(a, m)
+	g.respond(&Reply{Code: code, Message: msg})
 }
 
-func (g *grain) handleIntent(ctx actor.Context, a *attachment, m *SubmitIntent) (ReplyCode, string) {
+func (g *Core) handleIntent(a *attachment, m *SubmitIntent) (ReplyCode, string) {
 	ci, err := submittedIntent(m)
 	if err != nil {
 		// The edge validated this frame; a failure here is a bug upstream.
@@ -113,17 +114,17 @@ func (g *grain) handleIntent(ctx actor.Context, a *attachment, m *SubmitIntent) 
 		return ReplyBadRequest, "undecodable intent frame"
 	}
 	key := journalKey{m.Seat, ci.IntentID}
-	if seq, ok := g.journal.lookup(m.Seat, ci.IntentID); ok {
-		g.sendResult(ctx, a, protocol.ServerIntentResult{IntentID: ci.IntentID, Accepted: true, EventSeq: seq, Duplicate: true})
+	if seq, ok := g.journal.lookup(m.Seat, ci.IntentID); ok && mutate.Planted != mutate.ApplyDuplicate {
+		g.sendResult(a, protocol.ServerIntentResult{IntentID: ci.IntentID, Accepted: true, EventSeq: seq, Duplicate: true})
 		return ReplyOK, ""
 	}
-	if r, ok := g.rejected[key]; ok {
+	if r, ok := g.rejected[key]; ok && mutate.Planted != mutate.ApplyDuplicate {
 		r.Duplicate = true
-		g.sendResult(ctx, a, r)
+		g.sendResult(a, r)
 		return ReplyOK, ""
 	}
 	if code, reason := g.precheck(m.Seat, ci); code != protocol.RejectNone {
-		g.reject(ctx, a, key, ci, code, reason)
+		g.reject(a, key, ci, code, reason)
 		return ReplyOK, ""
 	}
 	e := logEntry{Kind: entryIntent, At: g.now(), Seat: m.Seat, IntentID: ci.IntentID, Frame: m.Frame}
@@ -134,18 +135,24 @@ func (g *grain) handleIntent(ctx actor.Context, a *attachment, m *SubmitIntent) 
 			// The client decided on an old state: it must resync (docs/protocol.md §9.15).
 			code = protocol.RejectStale
 		}
-		g.reject(ctx, a, key, ci, code, reason)
+		g.reject(a, key, ci, code, reason)
 		return ReplyOK, ""
 	}
-	if !g.persist(ctx, e, evs) {
+	res := protocol.ServerIntentResult{IntentID: ci.IntentID, Accepted: true, EventSeq: g.engine.LastSeq()}
+	if mutate.Planted == mutate.AckBeforeAppend {
+		g.broadcast(evs, m.Seat, &res, true)
+	}
+	if !g.persist(e, evs) {
 		return ReplyUnavailable, "match is moving"
 	}
 	if g.deps.Metrics != nil {
 		g.deps.Metrics.IntentsAccepted.Add(1)
 	}
-	res := protocol.ServerIntentResult{IntentID: ci.IntentID, Accepted: true, EventSeq: g.engine.LastSeq()}
+	if mutate.Planted == mutate.AckBeforeAppend {
+		return ReplyOK, ""
+	}
 	// Every accepted intent restarts the decision clock, so the clock goes too.
-	g.broadcast(ctx, evs, m.Seat, &res, true)
+	g.broadcast(evs, m.Seat, &res, true)
 	return ReplyOK, ""
 }
 
@@ -168,7 +175,7 @@ func submittedIntent(m *SubmitIntent) (*protocol.ClientIntent, error) {
 }
 
 // precheck applies the checks that come before the engine (docs/protocol.md §4.3).
-func (g *grain) precheck(seat int, ci *protocol.ClientIntent) (protocol.IntentRejectCode, string) {
+func (g *Core) precheck(seat int, ci *protocol.ClientIntent) (protocol.IntentRejectCode, string) {
 	if g.engine.IsFinished() {
 		return protocol.RejectMatchFinished, "match finished"
 	}
@@ -181,7 +188,7 @@ func (g *grain) precheck(seat int, ci *protocol.ClientIntent) (protocol.IntentRe
 	return protocol.RejectNone, ""
 }
 
-func (g *grain) reject(ctx actor.Context, a *attachment, key journalKey, ci *protocol.ClientIntent, code protocol.IntentRejectCode, reason string) {
+func (g *Core) reject(a *attachment, key journalKey, ci *protocol.ClientIntent, code protocol.IntentRejectCode, reason string) {
 	r := protocol.ServerIntentResult{IntentID: ci.IntentID, Code: code, Reason: reason, EventSeq: g.engine.LastSeq()}
 	if len(g.rejected) < maxRejectedRemembered {
 		g.rejected[key] = r
@@ -189,20 +196,20 @@ func (g *grain) reject(ctx actor.Context, a *attachment, key journalKey, ci *pro
 	if g.deps.Metrics != nil {
 		g.deps.Metrics.IntentsRejected.Add(1)
 	}
-	g.sendResult(ctx, a, r)
+	g.sendResult(a, r)
 }
 
-func (g *grain) sendResult(ctx actor.Context, a *attachment, r protocol.ServerIntentResult) {
+func (g *Core) sendResult(a *attachment, r protocol.ServerIntentResult) {
 	if a == nil {
 		return // a bot's intent: the grain itself is the sender
 	}
-	ctx.Send(a.pid, envelope.Wrap(&SeatFrames{Epoch: g.epoch, Frames: []OutFrame{g.frame(&r, 0)}}))
+	g.send(a.pid, &SeatFrames{Epoch: g.epoch, Frames: []OutFrame{g.frame(&r, 0)}})
 }
 
 // broadcast sends the result (to seat only) and then the events of one batch
 // to every attached seat, each through its own projection. A seat gets the
 // whole batch range even when it may see none of its events (docs/protocol.md §9.4).
-func (g *grain) broadcast(ctx actor.Context, evs []protocol.EventEnvelope, seat int, res *protocol.ServerIntentResult, deciderChanged bool) {
+func (g *Core) broadcast(evs []protocol.EventEnvelope, seat int, res *protocol.ServerIntentResult, deciderChanged bool) {
 	// The clock is public and the same for every seat: encoded once, its
 	// bytes shared (sinks never modify frames).
 	var clock *OutFrame
@@ -225,22 +232,22 @@ func (g *grain) broadcast(ctx actor.Context, evs []protocol.EventEnvelope, seat 
 			frames = append(frames, *clock)
 		}
 		if len(frames) > 0 {
-			ctx.Send(a.pid, envelope.Wrap(&SeatFrames{Epoch: g.epoch, Frames: frames}))
+			g.send(a.pid, &SeatFrames{Epoch: g.epoch, Frames: frames})
 		}
 	}
 	if deciderChanged {
 		g.lastClockSent = g.now()
 	}
-	g.scheduleTick(ctx)
+	g.scheduleTick()
 }
 
-func (g *grain) onResync(ctx actor.Context, m *ResyncSeat) {
+func (g *Core) onResync(m *ResyncSeat) {
 	a := g.attached(m.Seat, m.SessionID)
 	if a == nil {
-		g.respond(ctx, &Reply{Code: ReplyNotAttached, Message: "seat not attached"})
+		g.respond(&Reply{Code: ReplyNotAttached, Message: "seat not attached"})
 		return
 	}
-	g.respond(ctx, &Reply{Code: ReplyOK})
+	g.respond(&Reply{Code: ReplyOK})
 	var fs []OutFrame
 	// A resync from before the journal gets a snapshot, not a replay of the
 	// log: an open connection can ask again and again (docs/protocol.md §4.4).
@@ -257,31 +264,31 @@ func (g *grain) onResync(ctx actor.Context, m *ResyncSeat) {
 	} else {
 		fs = g.eventsFrames(m.Seat, m.FromSeq, evs)
 	}
-	ctx.Send(a.pid, envelope.Wrap(&SeatFrames{Epoch: g.epoch, Requested: true, Frames: fs}))
+	g.send(a.pid, &SeatFrames{Epoch: g.epoch, Requested: true, Frames: fs})
 }
 
-func (g *grain) onDetach(ctx actor.Context, m *DetachSeat) {
+func (g *Core) onDetach(m *DetachSeat) {
 	if g.attached(m.Seat, m.SessionID) == nil {
-		g.respond(ctx, &Reply{Code: ReplyOK})
+		g.respond(&Reply{Code: ReplyOK})
 		return
 	}
 	g.seats[m.Seat] = nil
-	g.markAbsent(ctx, m.Seat)
-	g.respond(ctx, &Reply{Code: ReplyOK})
+	g.markAbsent(m.Seat)
+	g.respond(&Reply{Code: ReplyOK})
 }
 
-func (g *grain) markAbsent(ctx actor.Context, seat int) {
+func (g *Core) markAbsent(seat int) {
 	if g.engine.IsFinished() || g.absent.Since[seat] != 0 {
 		return
 	}
-	if _, ok := g.commit(ctx, logEntry{Kind: entryPresence, At: g.now(), Seat: seat, Present: false}); ok {
-		g.scheduleTick(ctx)
+	if _, ok := g.commit(logEntry{Kind: entryPresence, At: g.now(), Seat: seat, Present: false}); ok {
+		g.scheduleTick()
 	}
 }
 
 // onSeatPing refreshes every pinged seat the grain still holds (attached
 // records the contact) and names the others.
-func (g *grain) onSeatPing(ctx actor.Context, m *SeatPing) {
+func (g *Core) onSeatPing(m *SeatPing) {
 	var missing []int
 	if g.attached(m.Seat, m.SessionID) == nil {
 		missing = append(missing, 0)
@@ -291,12 +298,12 @@ func (g *grain) onSeatPing(ctx actor.Context, m *SeatPing) {
 			missing = append(missing, i+1)
 		}
 	}
-	g.respond(ctx, &Reply{Code: ReplyOK, NotAttached: missing})
+	g.respond(&Reply{Code: ReplyOK, NotAttached: missing})
 }
 
 // onTick fires overdue deadlines, drops seats whose edge went silent, sends
 // the periodic ServerClock and schedules the next tick.
-func (g *grain) onTick(ctx actor.Context) {
+func (g *Core) onTick() {
 	if g.state != stateRunning {
 		return
 	}
@@ -305,7 +312,7 @@ func (g *grain) onTick(ctx actor.Context) {
 		// GrainDeps.Owns); protoactor would stop this activation at a
 		// topology change, but not if the change came before it started.
 		g.log.Info("match owned elsewhere in this member's view: stopping this activation", "epoch", g.epoch)
-		g.halt(ctx)
+		g.halt(HaltMovedAway)
 		return
 	}
 	now := g.now()
@@ -314,7 +321,7 @@ func (g *grain) onTick(ctx actor.Context) {
 		if a != nil && a.lastSeen < stale {
 			g.log.Info("seat transport lost", "seat", s)
 			g.seats[s] = nil
-			g.markAbsent(ctx, s)
+			g.markAbsent(s)
 			if g.state != stateRunning {
 				return
 			}
@@ -322,14 +329,14 @@ func (g *grain) onTick(ctx actor.Context) {
 	}
 	if !g.engine.IsFinished() {
 		if at := g.clock.timeoutAt(g.deps.Timing); at > 0 && at <= now {
-			g.finish(ctx, g.clock.Decider, protocol.FinishTimeout, now)
+			g.finish(g.clock.Decider, protocol.FinishTimeout, now)
 		} else if loser, ok := g.absent.due(now, g.deps.Timing); ok {
-			g.finish(ctx, loser, protocol.FinishAbsence, now)
+			g.finish(loser, protocol.FinishAbsence, now)
 		}
 		if g.state != stateRunning {
 			return
 		}
-		g.botAct(ctx, now)
+		g.botAct(now)
 		if g.state != stateRunning {
 			return
 		}
@@ -339,25 +346,26 @@ func (g *grain) onTick(ctx actor.Context) {
 		f := g.clockFrame()
 		for _, a := range g.seats {
 			if a != nil {
-				ctx.Send(a.pid, envelope.Wrap(&SeatFrames{Epoch: g.epoch, Frames: []OutFrame{f}}))
+				g.send(a.pid, &SeatFrames{Epoch: g.epoch, Frames: []OutFrame{f}})
 			}
 		}
 	}
-	g.scheduleTick(ctx)
+	g.scheduleTick()
 }
 
-func (g *grain) finish(ctx actor.Context, loser int, reason protocol.FinishReason, now int64) {
+func (g *Core) finish(loser int, reason protocol.FinishReason, now int64) {
 	g.log.Info("match ends by server decision", "loser", loser, "reason", int(reason))
-	evs, ok := g.commit(ctx, logEntry{Kind: entryFinish, At: now, Loser: loser, Reason: int(reason)})
+	evs, ok := g.commit(logEntry{Kind: entryFinish, At: now, Loser: loser, Reason: int(reason)})
 	if !ok {
 		return
 	}
-	g.broadcast(ctx, evs, -1, nil, true)
+	g.broadcast(evs, -1, nil, true)
 }
 
-// scheduleTick arms one timer for the earliest thing the grain must do by
-// itself: a timeout, an absence loss, the next ServerClock, or a keep-alive check.
-func (g *grain) scheduleTick(ctx actor.Context) {
+// scheduleTick asks for one timer at the earliest thing the grain must do
+// by itself: a timeout, an absence loss, the next ServerClock, or a
+// keep-alive check.
+func (g *Core) scheduleTick() {
 	if g.state != stateRunning {
 		return
 	}
@@ -375,16 +383,5 @@ func (g *grain) scheduleTick(ctx actor.Context) {
 		consider(g.lastClockSent + t.ClockInterval.Milliseconds())
 		consider(g.botDue())
 	}
-	d := max(time.Duration(next-now)*time.Millisecond, time.Millisecond)
-	if g.timer != nil {
-		// One timer per activation, re-armed: every accepted intent moves
-		// the deadline, and a new timer each time cost an allocation and a
-		// timer-heap insert and delete per intent. A tick already on its way
-		// when the timer is re-armed is harmless: onTick only acts on what
-		// is due and arms the timer again.
-		g.timer.Reset(d)
-		return
-	}
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	g.timer = time.AfterFunc(d, func() { root.Send(self, &tick{}) })
+	g.rd.Tick, g.rd.TickIn = true, max(time.Duration(next-now)*time.Millisecond, time.Millisecond)
 }

@@ -44,7 +44,7 @@ type StatusClock struct {
 	ServerTimeMs   int64 `json:"serverTimeMs"`
 }
 
-func (g *grain) status() *MatchStatus {
+func (g *Core) status() *MatchStatus {
 	v := g.engine.View(0)
 	st := &MatchStatus{
 		MatchID: g.id, Owner: g.deps.Owner(), Epoch: g.epoch, Names: g.meta.Names, Decks: g.meta.Decks,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -121,6 +122,9 @@ func Start(cfg Config) (*Node, error) {
 	}
 	n.logSecurity()
 	n.prov = newProvider(mlc, cfg.Join, cfg.TopologyRepublish, cfg.LeaveTimeout, log, n.afterPublish, n.markEvicted)
+	if n.reloader.tls != nil {
+		n.prov.verify = n.verifyPeer
+	}
 	ccfg := pcluster.Configure(cfg.ClusterName, n.prov, disthash.New(), rc,
 		pcluster.WithKinds(cfg.Kinds...),
 		pcluster.WithRequestTimeout(cfg.RequestTimeout),
@@ -241,6 +245,9 @@ func (n *Node) remoteConfig() (*remote.Config, error) {
 		if err := src.load(); err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
+		if err := src.verifySelf(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
 		n.reloader.tls = src
 		n.reloader.certs = &fileWatcher{files: []string{tf.CertFile, tf.KeyFile, tf.CAFile}}
 		if _, err := n.reloader.certs.changed(); err != nil {
@@ -313,6 +320,41 @@ func compareStrings(a, b string) int {
 // itself, and it would think it owns every identity.
 func (n *Node) Joined() <-chan struct{} {
 	return n.prov.joined
+}
+
+// ErrNotAdmitted is wrapped by Node.Admitted's error: this member is not
+// part of its cluster (refused by a seed, or unable to prove itself over
+// mutual TLS), so it must serve no player and activate no grain.
+var ErrNotAdmitted = errors.New("cluster: this member is not admitted to its cluster")
+
+// Admitted returns nil while this member may act as part of its cluster,
+// else an error wrapping ErrNotAdmitted that says why. A member whose seeds
+// are all unreachable is admitted (it may be the cluster's first); one that
+// reaches a seed that refuses it (another gossip key or cluster name) is not
+// until a join succeeds. (A member whose own certificate does not verify
+// against its CA does not start at all.) Membership alone never makes a
+// member safe to write: the store's fencing does; this keeps a refused
+// process from serving players and from fencing the real owners of their
+// matches.
+func (n *Node) Admitted() error { return n.prov.admitted() }
+
+// verifyPeer proves that the remote at address passes mutual TLS with this
+// member's certificate and CA: a TLS handshake, nothing sent.
+func (n *Node) verifyPeer(address string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), remoteHandshakeTimeout)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", address)
+	if err != nil {
+		return fmt.Errorf("dial remote %s: %w", address, err)
+	}
+	defer func() { _ = conn.Close() }() // a probe only
+	_ = conn.SetDeadline(time.Now().Add(remoteHandshakeTimeout))
+	tc, _, err := mtlsCreds{src: n.reloader.tls}.ClientHandshake(ctx, address, conn)
+	if err != nil {
+		return err
+	}
+	return tc.Close()
 }
 
 // TopologyChanged returns a channel that is closed at the next topology

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pcluster "github.com/asynkron/protoactor-go/cluster"
@@ -71,7 +72,32 @@ type provider struct {
 	departed map[string]time.Time
 
 	badMetaOnce sync.Once
+
+	// verify, if set, proves that a peer's remote passes this member's
+	// mutual TLS (Security.TLS); a peer enters the topology, and so gets
+	// grains, only once it did. Guarded by liveMu, like live.
+	verify func(address string) error
+	trust  map[string]*peerTrust
+	// refusedBySeed is set while a reachable seed refuses this member.
+	refusedBySeed atomic.Bool
 }
+
+// peerTrust is what the provider knows of one peer's mutual TLS.
+type peerTrust struct {
+	passed   bool
+	checking bool
+	failedAt time.Time // last failure; the next check waits retryTrust
+	logged   bool      // the refusal was logged (once per peer)
+}
+
+// retryTrust is how long after a failed check a peer's remote is checked
+// again: it may have been starting, or its files are being fixed.
+const retryTrust = time.Second
+
+// PeerRefusedMsg is the message of the WARN line logged when a peer's
+// remote fails this member's mutual TLS: the peer stays out of the
+// topology and gets no grains.
+const PeerRefusedMsg = "cluster: peer refused: its remote did not pass mutual TLS; it gets no grains"
 
 var _ pcluster.ClusterProvider = (*provider)(nil)
 
@@ -90,6 +116,7 @@ func newProvider(mlConfig *memberlist.Config, seeds []string, republish, leaveWa
 		poke:      make(chan struct{}, 1),
 		joined:    make(chan struct{}),
 		live:      map[string]liveNode{},
+		trust:     map[string]*peerTrust{},
 		stop:      make(chan struct{}),
 		loopDone:  make(chan struct{}),
 	}
@@ -234,6 +261,9 @@ func (p *provider) publish() {
 			})
 			continue
 		}
+		if !p.trusted(m) {
+			continue
+		}
 		members = append(members, m)
 	}
 	now := time.Now()
@@ -253,6 +283,46 @@ func (p *provider) publish() {
 	if p.published != nil {
 		p.published()
 	}
+}
+
+// trusted reports whether m may enter the topology: itself, any peer
+// without Security.TLS, else a peer whose remote passed mutual TLS. A peer
+// not checked yet is checked in the background (the publish that follows
+// admits it). Called with liveMu held.
+func (p *provider) trusted(m *pcluster.Member) bool {
+	if p.verify == nil || m.Id == p.c.ActorSystem.ID {
+		return true
+	}
+	tr := p.trust[m.Id]
+	if tr == nil {
+		tr = &peerTrust{}
+		p.trust[m.Id] = tr
+	}
+	if tr.passed || tr.checking || time.Since(tr.failedAt) < retryTrust {
+		return tr.passed
+	}
+	tr.checking = true
+	go func(id, addr string) {
+		err := p.verify(addr)
+		p.liveMu.Lock()
+		tr.checking = false
+		if err == nil {
+			tr.passed = true
+		} else {
+			tr.failedAt = time.Now()
+		}
+		logRefusal := err != nil && !tr.logged
+		tr.logged = tr.logged || logRefusal
+		p.liveMu.Unlock()
+		switch {
+		case err == nil:
+			p.log.Info("cluster: peer passed mutual TLS", slog.String("peer", id), slog.String("address", addr))
+			p.kick()
+		case logRefusal:
+			p.log.Warn(PeerRefusedMsg, slog.String("peer", id), slog.String("address", addr), slog.Any("err", err))
+		}
+	}(m.Id, m.Address())
+	return false
 }
 
 // joinLoop joins the seeds, retrying with backoff while none answers, and
@@ -279,8 +349,18 @@ func (p *provider) joinLoop() {
 				joined, wait = true, minWait
 			case joined:
 				p.log.Warn("cluster: alone and cannot rejoin any seed", slog.Any("error", err))
+			case anyReachable(seeds):
+				// A seed is there but did not take this member: another
+				// gossip key or cluster name. Until a join succeeds this
+				// member must not act as if it were the whole cluster.
+				if p.refusedBySeed.CompareAndSwap(false, true) {
+					p.log.Error(SeedRefusedMsg, slog.Any("seeds", seeds), slog.Any("error", err))
+				}
 			default:
 				p.log.Info("cluster: no seed answered yet; retrying", slog.Any("seeds", seeds), slog.Any("error", err))
+			}
+			if n > 0 {
+				p.refusedBySeed.Store(false)
 			}
 		}
 		d := wait/2 + rand.N(wait/2+1)
@@ -295,6 +375,35 @@ func (p *provider) joinLoop() {
 		case <-time.After(d):
 		}
 	}
+}
+
+// SeedRefusedMsg is the message of the ERROR line logged when a seed is
+// reachable but its memberlist does not take this member.
+const SeedRefusedMsg = "cluster: a seed is reachable but refused this member (another gossip key or cluster name?); serving nothing until a join succeeds"
+
+// anyReachable reports whether a TCP connection to any seed succeeds: the
+// difference between a cluster that is not there yet (this member may be
+// its first) and one that refuses this member.
+func anyReachable(seeds []string) bool {
+	for _, s := range seeds {
+		c, err := net.DialTimeout("tcp", s, time.Second)
+		if err == nil {
+			_ = c.Close() // a probe only
+			return true
+		}
+	}
+	return false
+}
+
+// admitted returns why this member is not part of its cluster, or nil: a
+// seed refused it and no join succeeded since. (Peers that fail this
+// member's mutual TLS do not count: anyone with the gossip key alone could
+// otherwise take a member out of service.)
+func (p *provider) admitted() error {
+	if p.refusedBySeed.Load() {
+		return fmt.Errorf("%w: a reachable seed refused it (another gossip key or cluster name?)", ErrNotAdmitted)
+	}
+	return nil
 }
 
 // otherSeeds drops this member's own gossip address from the seeds, so a
@@ -359,6 +468,7 @@ func (p *provider) setLive(n *memberlist.Node, alive bool) {
 		p.live[n.Name] = liveNode{meta: bytes.Clone(n.Meta), addr: n.Address()}
 	} else {
 		delete(p.live, n.Name)
+		delete(p.trust, n.Name)
 		if n.Name != p.mlConfig.Name {
 			p.departed[n.Name] = time.Now()
 		}

@@ -105,8 +105,8 @@ func (n *Node) retry(ctx context.Context, identity, kind string, wire any, attem
 		if !again {
 			return v, err
 		}
-		if lastErr == nil || ctx.Err() == nil {
-			// The attempt cut by ctx's end says nothing new: the error
+		if lastErr == nil || !isContextErr(err) {
+			// An attempt cut by ctx's end says nothing new: the error
 			// reports the one before it (a moving activation's reason).
 			lastErr = err
 		}
@@ -360,6 +360,11 @@ func wireMessage(msg any) (any, error) {
 		return nil, fmt.Errorf("%w: %T is not protobuf and not registered with envelope.Register", ErrNotSerializable, msg)
 	}
 	return envelope.Wrap(msg), nil
+}
+
+// isContextErr reports whether err is only a context's end.
+func isContextErr(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

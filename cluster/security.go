@@ -131,6 +131,31 @@ func ParseGossipKeys(text string) ([][]byte, error) {
 	return keys, nil
 }
 
+// Identity names the cluster this Security belongs to: one fingerprint per
+// gossip key, SHA-256 of the cluster name and the key (one of the name alone
+// without keys). Members record it in their shared database, so that a
+// member of another cluster, which has other keys, refuses to start on it
+// (clusterkeys.CheckIdentity). Fingerprints reveal nothing of the keys.
+func (s Security) Identity(clusterName string) ([][]byte, error) {
+	keys, err := s.loadGossipKeys()
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		keys = [][]byte{nil}
+	}
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		h := sha256.New()
+		h.Write([]byte("matchgrain cluster identity v1\x00"))
+		h.Write([]byte(clusterName))
+		h.Write([]byte{0})
+		h.Write(k)
+		out[i] = h.Sum(nil)
+	}
+	return out, nil
+}
+
 // KeyFingerprint names a key in logs without revealing it: the first 8 hex
 // digits of its SHA-256.
 func KeyFingerprint(k []byte) string {
@@ -279,6 +304,31 @@ func (s *tlsSource) load() error {
 	s.mu.Lock()
 	s.cert, s.pool = &cert, pool
 	s.mu.Unlock()
+	return nil
+}
+
+// verifySelf checks that this member's own certificate is signed by its CA
+// and valid now: a member whose peers would all refuse it must not start
+// and take every grain of a view that holds only itself.
+func (s *tlsSource) verifySelf() error {
+	cert, pool := s.current()
+	leaf := cert.Leaf
+	if leaf == nil {
+		var err error
+		if leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
+			return fmt.Errorf("parse remote TLS certificate %s: %w", s.files.CertFile, err)
+		}
+	}
+	inter := x509.NewCertPool()
+	for _, der := range cert.Certificate[1:] {
+		if c, err := x509.ParseCertificate(der); err == nil {
+			inter.AddCert(c)
+		}
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+		return fmt.Errorf("remote TLS certificate %s does not verify against the CA %s, so every peer would refuse this member: %w",
+			s.files.CertFile, s.files.CAFile, err)
+	}
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -443,4 +444,53 @@ func TestClusterRemoteMTLS(t *testing.T) {
 func quietSystem() *actor.ActorSystem {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log }))
+}
+
+// TestClusterPeerWithoutTLSGetsNoGrains is attack 2 of issue 41: a process
+// with the right gossip key but no cluster certificate gets into the
+// memberlist view, but a member with TLS checks its remote first and keeps
+// it out of the topology, so no grain is ever placed on it; a peer with a
+// member certificate gets in (the control).
+func TestClusterPeerWithoutTLSGetsNoGrains(t *testing.T) {
+	dir := t.TempDir()
+	ca := clustertest.NewCA(t, "matchgrain test cluster CA")
+	key := newGossipKey(t)
+	fd := clustertest.RelaxedFailureDetection()
+	files := ca.Issue(t, dir, "seed", "127.0.0.1")
+	seed := clustertest.StartMember(t, clustertest.MemberOptions{Name: "seed", ClusterName: "gate", GossipAddr: clustertest.FreeAddr(t),
+		FailureDetection: fd, Security: cluster.Security{GossipKeys: [][]byte{key}, TLS: &files}})
+	join := []string{seed.GossipAddr}
+	clustertest.StartMember(t, clustertest.MemberOptions{Name: "no-tls", ClusterName: "gate", Join: join,
+		FailureDetection: fd, Security: cluster.Security{GossipKeys: [][]byte{key}}})
+	clustertest.Eventually(t, 20*time.Second, 100*time.Millisecond, func() error {
+		if !strings.Contains(seed.StderrTail(), cluster.PeerRefusedMsg) {
+			return fmt.Errorf("seed did not refuse the peer without TLS; stderr tail:\n%s", seed.StderrTail())
+		}
+		return nil
+	})
+	// The seed retries the check every second; two seconds of a topology
+	// of one shows the retries do not let it in.
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		if n := membersSeen(t, seed); n != 1 {
+			t.Fatalf("seed routes to %d members, want 1: the member without TLS is in its topology", n)
+		}
+	}
+	peerFiles := ca.Issue(t, dir, "peer", "127.0.0.1")
+	peer := clustertest.StartMember(t, clustertest.MemberOptions{Name: "peer", ClusterName: "gate", Join: join,
+		FailureDetection: fd, Security: cluster.Security{GossipKeys: [][]byte{key}, TLS: &peerFiles}})
+	clustertest.WaitMembers(t, 30*time.Second, 2, seed, peer)
+}
+
+// TestClusterOwnCertificateMustVerify: a member whose certificate is not
+// signed by the CA it was given would be refused by every peer and, alone
+// in its view, take every grain; it does not start, and says why.
+func TestClusterOwnCertificateMustVerify(t *testing.T) {
+	dir := t.TempDir()
+	files := clustertest.NewCA(t, "cluster CA").Issue(t, dir, "member", "127.0.0.1")
+	files.CAFile = clustertest.NewCA(t, "another CA").Issue(t, dir, "other", "127.0.0.1").CAFile
+	_, err := cluster.Start(cluster.Config{ClusterName: "own-cert", GossipAddr: "127.0.0.1:0", RemoteAddr: "127.0.0.1:0",
+		Security: cluster.Security{TLS: &files}, Logger: slog.New(slog.DiscardHandler)})
+	if !errors.Is(err, cluster.ErrInvalidConfig) || !strings.Contains(err.Error(), "does not verify against the CA") {
+		t.Fatalf("start with a certificate of another CA: %v", err)
+	}
 }

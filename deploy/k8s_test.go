@@ -11,12 +11,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	cnpgv1 "github.com/cloudnative-pg/cloudnative-pg/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -31,6 +33,8 @@ type manifests struct {
 	services     []*corev1.Service
 	secrets      []*corev1.Secret
 	pdbs         []*policyv1.PodDisruptionBudget
+	// databases are CloudNativePG clusters (postgres-cluster.yaml).
+	databases []*cnpgv1.Cluster
 }
 
 // loadManifests decodes every document of every file kustomization.yaml
@@ -87,6 +91,9 @@ func loadManifests(t *testing.T) *manifests {
 			case "v1 Secret":
 				o := &corev1.Secret{}
 				m.secrets, obj = append(m.secrets, o), o
+			case "postgresql.cnpg.io/v1 Cluster":
+				o := &cnpgv1.Cluster{}
+				m.databases, obj = append(m.databases, o), o
 			case "policy/v1 PodDisruptionBudget":
 				o := &policyv1.PodDisruptionBudget{}
 				m.pdbs, obj = append(m.pdbs, o), o
@@ -99,6 +106,18 @@ func loadManifests(t *testing.T) *manifests {
 		}
 	}
 	return m
+}
+
+// operatorSecret reports a key of a Secret that the CloudNativePG operator
+// writes for a Cluster of the manifests: the application user's
+// credentials, "<cluster>-app".
+func (m *manifests) operatorSecret(name, key string) bool {
+	for _, db := range m.databases {
+		if name == db.GetApplicationSecretName() {
+			return slices.Contains([]string{"uri", "username", "password", "host", "port", "dbname", "pgpass"}, key)
+		}
+	}
+	return false
 }
 
 func (m *manifests) service(name string) *corev1.Service {
@@ -168,7 +187,9 @@ func TestKubernetesManifests(t *testing.T) {
 		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
 			r := e.ValueFrom.SecretKeyRef
 			_, inData := secret.StringData[r.Key]
-			if r.Name != secret.Name || (!inData && (r.Optional == nil || !*r.Optional)) {
+			if m.operatorSecret(r.Name, r.Key) {
+				// Written by the CloudNativePG operator, checked below.
+			} else if r.Name != secret.Name || (!inData && (r.Optional == nil || !*r.Optional)) {
 				t.Errorf("env %s: secret %s key %s is not in secret.yaml and not optional", e.Name, r.Name, r.Key)
 			}
 		}
@@ -396,5 +417,51 @@ func checkMemberCert(t *testing.T, dir, name, host string) {
 	key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(read("gossip.key"))))
 	if err != nil || (len(key) != 16 && len(key) != 24 && len(key) != 32) {
 		t.Errorf("gossip.key is not a base64 16/24/32-byte key (%d bytes, %v)", len(key), err)
+	}
+}
+
+// TestPostgresClusterManifest checks the CloudNativePG Cluster beside the
+// members: three instances, commits that wait for a standby, the database
+// the members use, and the members' URL taken from the Secret the operator
+// fills with the read-write Service's address.
+func TestPostgresClusterManifest(t *testing.T) {
+	m := loadManifests(t)
+	if len(m.databases) != 1 {
+		t.Fatalf("want one CloudNativePG Cluster, have %d", len(m.databases))
+	}
+	db := m.databases[0]
+	if db.Spec.Instances != 3 {
+		t.Errorf("instances = %d, want 3 (a primary and two standbys)", db.Spec.Instances)
+	}
+	sync := db.Spec.PostgresConfiguration.Synchronous
+	if sync == nil || sync.Number < 1 || (sync.Method != cnpgv1.SynchronousReplicaConfigurationMethodAny &&
+		sync.Method != cnpgv1.SynchronousReplicaConfigurationMethodFirst) {
+		t.Fatalf("spec.postgresql.synchronous = %+v: every commit must wait for at least one standby", sync)
+	}
+	if sync.Number >= db.Spec.Instances {
+		t.Errorf("synchronous number %d leaves no standby to lose among %d instances", sync.Number, db.Spec.Instances)
+	}
+	if sync.DataDurability != cnpgv1.DataDurabilityLevelRequired {
+		t.Errorf("synchronous dataDurability = %q, want %q: with %q a commit the members acknowledge may live on one disk",
+			sync.DataDurability, cnpgv1.DataDurabilityLevelRequired, cnpgv1.DataDurabilityLevelPreferred)
+	}
+	if db.Spec.Bootstrap == nil || db.Spec.Bootstrap.InitDB == nil || db.Spec.Bootstrap.InitDB.Database != "matchgrain" {
+		t.Errorf("bootstrap.initdb must create the database matchgrain: %+v", db.Spec.Bootstrap)
+	}
+	if db.Spec.Affinity.EnablePodAntiAffinity == nil || !*db.Spec.Affinity.EnablePodAntiAffinity ||
+		db.Spec.Affinity.PodAntiAffinityType != "required" {
+		t.Errorf("instances must be kept on different nodes (required pod anti-affinity): %+v", db.Spec.Affinity)
+	}
+	// The operator's application Secret holds the URL of the read-write
+	// Service (<cluster>-rw), which always reaches the primary.
+	var url *corev1.SecretKeySelector
+	for _, e := range m.statefulSets[0].Spec.Template.Spec.Containers[0].Env {
+		if e.Name == "MATCHD_DATABASE_URL" && e.ValueFrom != nil {
+			url = e.ValueFrom.SecretKeyRef
+		}
+	}
+	if url == nil || url.Name != db.GetApplicationSecretName() || url.Key != "uri" {
+		t.Errorf("MATCHD_DATABASE_URL = %+v, want the key uri of the Secret %s (the read-write Service %s)",
+			url, db.GetApplicationSecretName(), db.GetServiceReadWriteName())
 	}
 }

@@ -38,7 +38,9 @@ func badRequest(code, format string, args ...any) *httpError {
 	return &httpError{http.StatusBadRequest, code, fmt.Sprintf(format, args...)}
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON answers status with v as JSON, never cached: the one way every
+// HTTP API of a node (the edge's, the operations API) writes an answer.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
@@ -46,8 +48,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func writeError(w http.ResponseWriter, status int, code, message string) {
-	writeJSON(w, status, apiError{Error: code, Message: message})
+// WriteError answers status with the JSON error shape of every HTTP API of a
+// node: {"error": code, "message": message} (docs/protocol.md §9.13).
+func WriteError(w http.ResponseWriter, status int, code, message string) {
+	WriteJSON(w, status, apiError{Error: code, Message: message})
 }
 
 // route is one endpoint: its method, whether it needs the admin token, and
@@ -71,19 +75,31 @@ func (s *Server) routes() http.Handler {
 	if s.cfg.PublicPlay {
 		table["/api/play/matches"] = route{"play_matches", http.MethodPost, false, s.apiHandler(s.playCreate)}
 		table["/api/play/tickets"] = route{"play_tickets", http.MethodPost, false, s.apiHandler(s.playTicket)}
+		table["/api/play/invites"] = route{"play_invites", http.MethodPost, false, s.apiHandler(s.playRedeem)}
 		table["/api/play/decks"] = route{"play_decks", http.MethodGet, false, s.apiHandler(s.listDecks)}
 	}
 	if s.cfg.SeparateMetrics {
 		delete(table, "/metrics") // served by MetricsHandler on its own listener
 	}
+	var admin route
+	if s.cfg.Admin != nil {
+		admin = route{"admin", http.MethodGet, true, func(w http.ResponseWriter, r *http.Request) int {
+			rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+			s.cfg.Admin.ServeHTTP(rec, r)
+			return rec.status
+		}}
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rt, ok := table[r.URL.Path]
+		if !ok && admin.serve != nil && strings.HasPrefix(r.URL.Path, AdminPrefix) {
+			rt, ok = admin, true
+		}
 		if !ok && s.cfg.Fallback != nil && !strings.HasPrefix(r.URL.Path, "/api/") {
 			s.cfg.Fallback.ServeHTTP(w, r)
 			return
 		}
 		if !ok {
-			writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
+			WriteError(w, http.StatusNotFound, "not_found", "no such endpoint")
 			s.metrics.httpRequest("other", http.StatusNotFound)
 			return
 		}
@@ -95,20 +111,24 @@ func (s *Server) routes() http.Handler {
 func (s *Server) serveRoute(rt route, w http.ResponseWriter, r *http.Request) int {
 	if r.Method != rt.method && !(rt.method == http.MethodGet && r.Method == http.MethodHead && rt.name != "game") {
 		w.Header().Set("Allow", rt.method)
-		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use "+rt.method)
+		WriteError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use "+rt.method)
 		return http.StatusMethodNotAllowed
+	}
+	if rt.name != "healthz" && rt.name != "metrics" && s.notAdmitted() != nil {
+		w.Header().Set("Retry-After", "5")
+		WriteError(w, http.StatusServiceUnavailable, "not_admitted", "this node is not part of its cluster; try another")
+		return http.StatusServiceUnavailable
 	}
 	if rt.auth && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="matchgrain"`)
-		writeError(w, http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token")
+		WriteError(w, http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token")
 		return http.StatusUnauthorized
 	}
 	return rt.serve(w, r)
 }
 
-// Authorized reports whether r carries the admin token, for handlers that
-// share the edge's listener (the ops console's API).
-func (s *Server) Authorized(r *http.Request) bool { return s.authorized(r) }
+// AdminPrefix is where Config.Admin is mounted.
+const AdminPrefix = "/api/admin/"
 
 // authorized checks "Authorization: Bearer <admin token>" against the
 // current and previous admin tokens in constant time: hashing first, so that
@@ -128,12 +148,24 @@ func (s *Server) authorized(r *http.Request) bool {
 	return match == 1
 }
 
+// notAdmitted returns why this node is not part of its cluster, or nil.
+func (s *Server) notAdmitted() error {
+	if s.cfg.Admitted == nil {
+		return nil
+	}
+	return s.cfg.Admitted()
+}
+
 func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) int {
-	if s.isDraining() {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+	if err := s.notAdmitted(); err != nil {
+		WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not_admitted", "reason": err.Error()})
 		return http.StatusServiceUnavailable
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	if s.isDraining() {
+		WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		return http.StatusServiceUnavailable
+	}
+	WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	return http.StatusOK
 }
 
@@ -142,7 +174,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) int {
 func (s *Server) MetricsHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/metrics" {
-			writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
+			WriteError(w, http.StatusNotFound, "not_found", "no such endpoint")
 			s.metrics.httpRequest("other", http.StatusNotFound)
 			return
 		}
@@ -177,7 +209,7 @@ func (s *Server) apiHandler(h func(ctx context.Context, r *http.Request) (int, a
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		status, body, err := h(ctx, r)
 		if err == nil {
-			writeJSON(w, status, body)
+			WriteJSON(w, status, body)
 			return status
 		}
 		var he *httpError
@@ -197,7 +229,7 @@ func (s *Server) apiHandler(h func(ctx context.Context, r *http.Request) (int, a
 			s.log.Error("edge: api request failed", "path", r.URL.Path, "err", err)
 			he = &httpError{http.StatusInternalServerError, "internal", "internal error"}
 		}
-		writeError(w, he.status, he.code, he.message)
+		WriteError(w, he.status, he.code, he.message)
 		return he.status
 	}
 }
@@ -215,13 +247,60 @@ func decodeBody(r *http.Request, v any) error {
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
+	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return badRequest("invalid_json", "request body is not the expected JSON object: %s", jsonProblem(err))
 	}
 	if dec.More() {
 		return badRequest("invalid_json", "trailing data after the JSON object")
 	}
+	// encoding/json keeps the last of two equal keys; two parsers may keep
+	// different ones, so a body that says two things is refused.
+	if key, ok := duplicateKey(data); ok {
+		return badRequest("invalid_json", "request body has the key %q twice", key)
+	}
 	return nil
+}
+
+// duplicateKey finds a key that appears twice in one object of a valid JSON
+// document (keys are compared after unescaping, as a decoder sees them).
+func duplicateKey(data []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	// One set of keys per open object, and nil for an open array.
+	var stack []map[string]bool
+	expectKey := false
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false // io.EOF; the document was decoded before
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				stack = append(stack, map[string]bool{})
+				expectKey = true
+				continue
+			case '[':
+				stack = append(stack, nil)
+			case '}', ']':
+				stack = stack[:len(stack)-1]
+			}
+		case string:
+			if expectKey {
+				top := stack[len(stack)-1]
+				if top[t] {
+					return t, true
+				}
+				top[t] = true
+				expectKey = false
+				continue
+			}
+		}
+		// A value ended (or an array opened): inside an object the next
+		// token is a key.
+		expectKey = len(stack) > 0 && stack[len(stack)-1] != nil
+	}
 }
 
 // jsonProblem describes a JSON error without echoing the input.
@@ -233,6 +312,10 @@ func jsonProblem(err error) string {
 		return fmt.Sprintf("syntax error at byte %d", se.Offset)
 	case errors.As(err, &te):
 		return fmt.Sprintf("field %q must be %s", te.Field, te.Type)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		// encoding/json has no type for it; the field name is the client's
+		// own and quoted by the decoder.
+		return strings.TrimPrefix(err.Error(), "json: ")
 	case errors.Is(err, io.EOF):
 		return "empty body"
 	default:
@@ -316,8 +399,13 @@ func validateName(name string) error {
 		return errors.New("not valid UTF-8")
 	}
 	for _, r := range name {
-		if unicode.IsControl(r) {
+		switch {
+		case unicode.IsControl(r):
 			return errors.New("contains control characters")
+		case unicode.Is(unicode.Cf, r):
+			// Bidi overrides, zero-width joiners and the like make one
+			// name look like another.
+			return fmt.Errorf("contains the invisible format character U+%04X", r)
 		}
 	}
 	return nil

@@ -64,6 +64,14 @@ func TestAPIErrors(t *testing.T) {
 		{"empty name", "POST", "/api/matches", tok, `{"players":[{"name":"","deck":"S1"},{"name":"b","deck":"S1"}]}`, 400, "bad_name"},
 		{"control in name", "POST", "/api/matches", tok, `{"players":[{"name":"a\u0007","deck":"S1"},{"name":"b","deck":"S1"}]}`, 400, "bad_name"},
 		{"unknown deck", "POST", "/api/matches", tok, `{"players":[{"name":"a","deck":"S9"},{"name":"b","deck":"S1"}]}`, 400, "unknown_deck"},
+		// Issue 41, attack 7: names that look like other names, and bodies
+		// that say more than the server reads.
+		{"bidi override in name", "POST", "/api/matches", tok, `{"players":[{"name":"a‮b","deck":"S1"},{"name":"b","deck":"S1"}]}`, 400, "bad_name"},
+		{"zero-width joiner in name", "POST", "/api/matches", tok, `{"players":[{"name":"a‍b","deck":"S1"},{"name":"b","deck":"S1"}]}`, 400, "bad_name"},
+		{"unknown field", "POST", "/api/game/tickets", tok, `{"matchId":"` + id + `","seat":0,"admin":true}`, 400, "invalid_json"},
+		{"unknown nested field", "POST", "/api/matches", tok, `{"players":[{"name":"a","deck":"S1","hand":[]},{"name":"b","deck":"S1"}]}`, 400, "invalid_json"},
+		{"duplicate key", "POST", "/api/game/tickets", tok, `{"matchId":"` + id + `","seat":0,"seat":1}`, 400, "invalid_json"},
+		{"duplicate nested key", "POST", "/api/matches", tok, `{"players":[{"name":"a","deck":"S1","deck":"S2"},{"name":"b","deck":"S1"}]}`, 400, "invalid_json"},
 		{"negative seed", "POST", "/api/matches", tok, `{"players":[{"name":"a","deck":"S1"},{"name":"b","deck":"S2"}],"seed":-1}`, 400, "bad_seed"},
 		{"fraction seed", "POST", "/api/matches", tok, `{"players":[{"name":"a","deck":"S1"},{"name":"b","deck":"S2"}],"seed":1.5}`, 400, "bad_seed"},
 		{"huge seed", "POST", "/api/matches", tok, `{"players":[{"name":"a","deck":"S1"},{"name":"b","deck":"S2"}],"seed":18446744073709551616}`, 400, "bad_seed"},

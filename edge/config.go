@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -140,6 +141,22 @@ type Config struct {
 	// (default 120).
 	PublicCreatesPerMinute       float64
 	PublicCreatesGlobalPerMinute float64
+	// UseOnce records that the single-use secret id (a friend invite) was
+	// used by claimant, valid until expires: nil if it was not used yet or
+	// by the same claimant, an error wrapping ErrTicketUsed if another
+	// claimant used it. Every edge of a cluster must share the record
+	// (matchd uses the store's used tickets). Nil: a record in this
+	// process only, enough for one edge.
+	UseOnce func(ctx context.Context, id string, expires time.Time, claimant string) error
+	// Admitted, if set, says whether this node is part of its cluster
+	// (cluster.Node.Admitted): while it returns an error the edge serves no
+	// player (/game and /api/* answer 503 not_admitted, TCP connections are
+	// closed at once) and /healthz answers 503 {"status":"not_admitted"}.
+	Admitted func() error
+	// Admin, if set, serves every path under AdminPrefix (/api/admin/),
+	// GET only, to holders of the admin token: the edge checks the token
+	// exactly as on its own admin routes (matchd mounts ops.Handler here).
+	Admin http.Handler
 	// Fallback, if set, serves every path the edge does not know (matchd
 	// serves its web client and ops console there). Nil answers 404.
 	Fallback http.Handler
@@ -212,6 +229,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PublicCreatesGlobalPerMinute == 0 {
 		c.PublicCreatesGlobalPerMinute = DefaultPublicCreatesGlobalPerMinute
+	}
+	if c.UseOnce == nil {
+		c.UseOnce = (&memoryOnce{used: map[string]string{}}).use
 	}
 	setInt := func(v *int, d int) {
 		if *v == 0 {

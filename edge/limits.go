@@ -51,6 +51,8 @@ func addrKey(a net.Addr) string {
 	switch v := a.(type) {
 	case *net.TCPAddr:
 		ip = v.IP
+	case *net.IPAddr:
+		ip = v.IP
 	default:
 		host, _, err := net.SplitHostPort(a.String())
 		if err != nil {

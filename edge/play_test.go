@@ -12,10 +12,10 @@ import (
 )
 
 type playMatch struct {
-	MatchID       string `json:"matchId"`
-	Seat          int    `json:"seat"`
-	SeatKey       string `json:"seatKey"`
-	FriendSeatKey string `json:"friendSeatKey"`
+	MatchID string `json:"matchId"`
+	Seat    int    `json:"seat"`
+	SeatKey string `json:"seatKey"`
+	Invite  string `json:"invite"`
 }
 
 func errorCode(t *testing.T, data []byte) string {
@@ -56,13 +56,14 @@ func TestPlayPublicFlow(t *testing.T) {
 		return m
 	}
 	bot := create(`{"name":"Ann","deck":"S1","opponent":"bot"}`)
-	if bot.MatchID == "" || bot.Seat != 0 || len(bot.SeatKey) < 20 || bot.FriendSeatKey != "" {
+	if bot.MatchID == "" || bot.Seat != 0 || len(bot.SeatKey) < 20 || bot.Invite != "" {
 		t.Fatalf("bot match answer: %+v", bot)
 	}
 	friend := create(`{"name":"Ann","deck":"S2","opponent":"friend"}`)
-	if friend.FriendSeatKey == "" || friend.FriendSeatKey == friend.SeatKey || friend.SeatKey == bot.SeatKey {
+	if friend.Invite == "" || friend.SeatKey == bot.SeatKey {
 		t.Fatalf("friend match keys: %+v (bot match key %s)", friend, bot.SeatKey)
 	}
+	friendKey := redeem(t, h, friend.MatchID, friend.Invite, newClaim(t))
 
 	ticket := func(matchID string, seat int, key string) (int, []byte) {
 		t.Helper()
@@ -78,7 +79,8 @@ func TestPlayPublicFlow(t *testing.T) {
 		code    string
 	}{
 		{"own seat", bot.MatchID, 0, bot.SeatKey, 200, ""},
-		{"friend seat", friend.MatchID, 1, friend.FriendSeatKey, 200, ""},
+		{"friend seat", friend.MatchID, 1, friendKey, 200, ""},
+		{"friend seat with the invite", friend.MatchID, 1, friend.Invite, 403, "bad_seat_key"},
 		{"bot seat with the player's key", bot.MatchID, 1, bot.SeatKey, 403, "bad_seat_key"},
 		{"other match's key", friend.MatchID, 0, bot.SeatKey, 403, "bad_seat_key"},
 		{"empty key", bot.MatchID, 0, "", 403, "bad_seat_key"},

@@ -36,8 +36,7 @@ type Server struct {
 	// metricsHandler serves cfg.Registry at GET /metrics.
 	metricsHandler http.Handler
 
-	play        *playLimits
-	seatLinkKey []byte
+	play *playLimits
 	// callDeadline bounds sessions' calls into Matches by RequestTimeout;
 	// the calls of one tick share the deadline's timer (internal/deadline).
 	callDeadline *deadline.Shared
@@ -77,15 +76,14 @@ func New(cfg Config, matches Matches) (*Server, error) {
 		metricsHandler: promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{
 			ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn), ErrorHandling: promhttp.ContinueOnError,
 		}),
-		limits:      newConnLimiter(cfg),
-		cfg:         cfg,
-		matches:     matches,
-		tickets:     tickets,
-		log:         cfg.Logger,
-		origins:     make(map[string]bool),
-		sessions:    make(map[*session]struct{}),
-		listeners:   make(map[net.Listener]struct{}),
-		seatLinkKey: seatLinkKeyFrom(cfg.TicketKey),
+		limits:    newConnLimiter(cfg),
+		cfg:       cfg,
+		matches:   matches,
+		tickets:   tickets,
+		log:       cfg.Logger,
+		origins:   make(map[string]bool),
+		sessions:  make(map[*session]struct{}),
+		listeners: make(map[net.Listener]struct{}),
 
 		callDeadline: deadline.New(context.Background(), cfg.RequestTimeout),
 	}
@@ -151,11 +149,11 @@ func (s *Server) checkOrigin(r *http.Request) bool {
 // serveGame upgrades /game to a WebSocket session.
 func (s *Server) serveGame(w http.ResponseWriter, r *http.Request) int {
 	if s.isDraining() {
-		writeError(w, http.StatusServiceUnavailable, "shutting_down", "server is shutting down")
+		WriteError(w, http.StatusServiceUnavailable, "shutting_down", "server is shutting down")
 		return http.StatusServiceUnavailable
 	}
 	if !s.checkOrigin(r) {
-		writeError(w, http.StatusForbidden, "origin_not_allowed", "origin not allowed")
+		WriteError(w, http.StatusForbidden, "origin_not_allowed", "origin not allowed")
 		return http.StatusForbidden
 	}
 	cw := &corkingWriter{ResponseWriter: w}
@@ -205,6 +203,10 @@ func (s *Server) ServeTCP(l net.Listener) error {
 			continue
 		}
 		delay = 0
+		if s.notAdmitted() != nil {
+			_ = c.Close() // a node outside its cluster serves no player
+			continue
+		}
 		s.startSession(newTCPTransport(c))
 	}
 }

@@ -44,6 +44,12 @@ const (
 	MaxMatchIDLen = 128
 	// DefaultTicketTTL is how long a ticket stays valid (docs/protocol.md §2).
 	DefaultTicketTTL = 60 * time.Second
+	// MaxTicketClockSkew is how far beyond now+TTL a ticket's expiry may
+	// lie and still be accepted: the clocks of the edge that issued it and
+	// the one that verifies it may disagree by this much. A ticket minted
+	// with the key for a longer life (a leaked key, a buggy minting service)
+	// is refused instead of living for as long as it says.
+	MaxTicketClockSkew = 30 * time.Second
 )
 
 // Ticket verification errors. Verify returns exactly one of them, wrapped.
@@ -83,10 +89,15 @@ type Ticketer struct {
 }
 
 // ticketKeys is one immutable key set: SetKeys swaps it whole, so a
-// verification never sees half of a rotation.
+// verification never sees half of a rotation. The seat-link keys are
+// derived from the ticket keys (seatLinkKeyFrom), so they rotate with them:
+// a seat key or invite signed with a retired ticket key dies with it.
 type ticketKeys struct {
 	sign   []byte
 	verify [][]byte // sign first
+	// seatSign and seatVerify are the seat-link keys of sign and verify.
+	seatSign   []byte
+	seatVerify [][]byte
 }
 
 // NewTicketer returns a Ticketer that signs with key and accepts tickets
@@ -118,6 +129,10 @@ func (t *Ticketer) SetKeys(key []byte, previousKeys ...[]byte) error {
 		}
 		ks.verify = append(ks.verify, append([]byte(nil), k...))
 	}
+	for _, k := range ks.verify {
+		ks.seatVerify = append(ks.seatVerify, seatLinkKeyFrom(k))
+	}
+	ks.seatSign = ks.seatVerify[0]
 	t.keys.Store(ks)
 	return nil
 }
@@ -169,7 +184,8 @@ func (t *Ticketer) Verify(token string) (Claims, error) {
 
 // VerifyAt checks a ticket as if the time were now. The signature is checked
 // first (in constant time), so a forged ticket is ErrTicketInvalid whatever
-// its expiry says. A ticket is valid while now < expiresAt.
+// its expiry says. A ticket is valid while now < expiresAt and its expiry is
+// at most TTL + MaxTicketClockSkew away.
 func (t *Ticketer) VerifyAt(now time.Time, token string) (Claims, error) {
 	// Bound the work before decoding: a real ticket is well under this.
 	maxLen := base64.RawURLEncoding.EncodedLen(ticketHeaderLen + MaxMatchIDLen + ticketMACLen)
@@ -210,6 +226,10 @@ func (t *Ticketer) VerifyAt(now time.Time, token string) (Claims, error) {
 	}
 	if now.UnixMilli() >= expMs {
 		return c, fmt.Errorf("%w: expired %d ms ago", ErrTicketExpired, now.UnixMilli()-expMs)
+	}
+	if limit := now.Add(t.ttl + MaxTicketClockSkew).UnixMilli(); expMs > limit {
+		return c, fmt.Errorf("%w: expiry %d ms beyond the ticket lifetime (%v) and clock skew (%v)",
+			ErrTicketInvalid, expMs-limit, t.ttl, MaxTicketClockSkew)
 	}
 	return c, nil
 }

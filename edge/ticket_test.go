@@ -245,3 +245,33 @@ func FuzzTicketVerify(f *testing.F) {
 		}
 	})
 }
+
+// TestTicketExpiryCapped is attack 7 of issue 41: a ticket signed with the
+// key but minted for a long life (here a day) is refused, while one within
+// the TTL and the allowed clock skew is accepted.
+func TestTicketExpiryCapped(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	verifier, err := NewTicketer(key, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	minter, err := NewTicketer(key, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	long, err := minter.IssueAt(now, "m1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := verifier.VerifyAt(now, long.Token); !errors.Is(err, ErrTicketInvalid) {
+		t.Fatalf("a ticket valid for a day: %v, want ErrTicketInvalid", err)
+	}
+	skewed, err := verifier.IssueAt(now.Add(MaxTicketClockSkew-time.Second), "m1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := verifier.VerifyAt(now, skewed.Token); err != nil {
+		t.Fatalf("a ticket from a clock %v ahead: %v", MaxTicketClockSkew-time.Second, err)
+	}
+}

@@ -40,6 +40,7 @@ type Fault struct {
 	Healed  time.Time
 }
 
+// String names the fault as the schedule prints it: kind(members).
 func (f Fault) String() string {
 	t := make([]string, len(f.Targets))
 	for i, m := range f.Targets {

@@ -18,7 +18,17 @@
 // never answer a client again. The other sentinels also mean that nothing
 // was written; any error that is not a sentinel (a lost connection, a
 // cancelled ctx) leaves the outcome unknown, so the activation must stop as
-// well and let the next Claim rebuild the truth from the store.
+// well and let the next Claim rebuild the truth from the store. The
+// PostgreSQL store makes that rare: an append cut off by the database going
+// away (a crash, a failover to a standby) is retried until ctx ends, and the
+// compare-and-set tells whether its first attempt had committed (failover.go).
+//
+// # High availability
+//
+// With a synchronous standby (docs/operations.md), a commit is acknowledged
+// only once the standby has flushed it, and that holds for outcomes found
+// out after a failover too. SynchronousStandbys says whether the primary
+// waits for a standby right now.
 //
 // # Backends
 //

@@ -380,10 +380,12 @@ func (g *groupCommitter) flush(batch []*appendReq) {
 	putParams(p)
 	var pgErr *pgconn.PgError
 	switch {
-	case errors.As(err, &pgErr):
+	case errors.As(err, &pgErr) && !unavailable(err):
 		// The server rejected the whole statement (a seq already taken, a
 		// deadlock with another node's batch): nothing of it committed, so
 		// each append can safely be retried alone and get its own answer.
+		// (A server going away is different: a session terminated while it
+		// waited for the synchronous standby has committed locally.)
 		g.retries.Add(1)
 		g.logger.Debug("persistence: group append failed, retrying one by one",
 			"appends", len(batch), "sqlstate", pgErr.Code)
@@ -392,7 +394,8 @@ func (g *groupCommitter) flush(batch []*appendReq) {
 		}
 		return
 	case err != nil:
-		// Connection lost or timed out: the batch may or may not have committed.
+		// Connection lost, timed out or terminated: the batch may or may not
+		// have committed. Each caller settles its own append (Append).
 		for _, r := range batch {
 			r.done <- fmt.Errorf("append to match %q at seq %d (group of %d): %w", r.matchID, r.first, len(batch), err)
 		}

@@ -125,28 +125,35 @@ func TestPGClusterKeyRotation(t *testing.T) {
 	}
 	// A concurrent rotation loses on the primary key or, if the winner
 	// committed first, finds generation 2 still waiting to become active.
-	check := func(phase string, wantCurrent int64, wantAccept ...int64) {
+	// check polls, for at most within, until the key ring is the wanted one:
+	// activation and retirement follow the database's clock.
+	check := func(phase string, within time.Duration, wantCurrent int64, wantAccept ...int64) {
 		t.Helper()
-		kr, err := members[1].KeyRing(ctx, "ticket", overlap)
-		if err != nil {
-			t.Fatalf("%s: %v", phase, err)
-		}
-		var acc []int64
-		for _, v := range kr.Accept {
-			acc = append(acc, v.Generation)
-		}
-		if kr.Current.Generation != wantCurrent || fmt.Sprint(acc) != fmt.Sprint(wantAccept) {
-			t.Fatalf("%s: current %d, accepted %v; want %d and %v", phase, kr.Current.Generation, acc, wantCurrent, wantAccept)
+		deadline := time.Now().Add(within)
+		for {
+			kr, err := members[1].KeyRing(ctx, "ticket", overlap)
+			if err != nil {
+				t.Fatalf("%s: %v", phase, err)
+			}
+			var acc []int64
+			for _, v := range kr.Accept {
+				acc = append(acc, v.Generation)
+			}
+			if kr.Current.Generation == wantCurrent && fmt.Sprint(acc) == fmt.Sprint(wantAccept) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: current %d, accepted %v; want %d and %v", phase, kr.Current.Generation, acc, wantCurrent, wantAccept)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	if won != 1 {
 		t.Fatalf("%d of %d concurrent rotations published generation 2 (%v), want exactly 1", won, len(members), gens)
 	}
-	check("published", 1, 2)
-	time.Sleep(activateAfter + 200*time.Millisecond)
-	check("active", 2, 1)
-	time.Sleep(overlap)
-	check("after the overlap", 2)
+	check("published", 0, 1, 2)
+	check("active", activateAfter+5*time.Second, 2, 1)
+	check("after the overlap", overlap+5*time.Second, 2)
 }
 
 // TestPGClusterKeysConformance runs the suite the embedded store passes too.

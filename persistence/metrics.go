@@ -1,7 +1,9 @@
 package persistence
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -11,6 +13,13 @@ import (
 // groupCommitStore is a store with a group-commit writer (the PostgreSQL store).
 type groupCommitStore interface {
 	GroupCommitStats() GroupCommitStats
+}
+
+// replicatedStore is a store on a server that may have standbys (the
+// PostgreSQL store).
+type replicatedStore interface {
+	UnknownOutcomes() uint64
+	SynchronousStandbys(ctx context.Context) (int, error)
 }
 
 // RegisterMetrics exports the group-commit writer's counters, so that an
@@ -25,6 +34,20 @@ func RegisterMetrics(reg prometheus.Registerer, store Store, statements promethe
 	if g, ok := store.(groupCommitStore); ok {
 		stats = g.GroupCommitStats
 	}
+	outcomes := func() uint64 { return 0 }
+	syncStandbys := func() float64 { return 0 } // the embedded store: one disk
+	if h, ok := store.(replicatedStore); ok {
+		outcomes = h.UnknownOutcomes
+		syncStandbys = func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			n, err := h.SynchronousStandbys(ctx)
+			if err != nil {
+				return -1
+			}
+			return float64(n)
+		}
+	}
 	for _, c := range []prometheus.Collector{
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "matchgrain_store_append_batches_total",
@@ -38,6 +61,17 @@ func RegisterMetrics(reg prometheus.Registerer, store Store, statements promethe
 			Name: "matchgrain_store_batch_retries_total",
 			Help: "Batches PostgreSQL refused as a whole, retried one append at a time.",
 		}, func() float64 { return float64(stats().Retries) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "matchgrain_store_append_unknown_outcomes_total",
+			Help: "Appends cut off by the database going away (a crash, a failover) whose outcome the store " +
+				"then found out by retrying on the primary, instead of stopping their match.",
+		}, func() float64 { return float64(outcomes()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "matchgrain_store_synchronous_standbys",
+			Help: "Standbys that must confirm each commit before the primary answers it, as the primary is " +
+				"configured now: 0 means acknowledged intents are on the primary's disk only (no standby, or " +
+				"the HA engine degraded to one node); -1 means the database did not answer.",
+		}, syncStandbys),
 		statements,
 	} {
 		if err := reg.Register(c); err != nil {

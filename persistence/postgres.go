@@ -32,6 +32,9 @@ type PostgresStore struct {
 	group  *groupCommitter // nil when group commit is off
 	closed atomic.Bool
 	once   sync.Once
+	// unknownAppends counts appends whose outcome the database's absence
+	// left unknown and that the store settled itself (resolveAppend).
+	unknownAppends atomic.Uint64
 }
 
 // PostgresOption configures OpenPostgres.
@@ -145,6 +148,11 @@ func OpenPostgres(ctx context.Context, url string, opts ...PostgresOption) (*Pos
 
 // Pool exposes the connection pool, for health checks and tests.
 func (s *PostgresStore) Pool() *pgxpool.Pool { return s.pool }
+
+// UnknownOutcomes counts the appends since the store opened whose first
+// attempt ended without an answer (the primary died, a failover cut the
+// connection) and that the store therefore settled by retrying.
+func (s *PostgresStore) UnknownOutcomes() uint64 { return s.unknownAppends.Load() }
 
 // GroupCommitStats reports the group-commit writer's counters (zero when
 // group commit is off).
@@ -339,9 +347,16 @@ func (s *PostgresStore) Append(ctx context.Context, matchID string, epoch int64,
 		for i, e := range entries {
 			r.entries[i] = LogEntry{Seq: e.Seq, Payload: bytes.Clone(nonNil(e.Payload))}
 		}
-		return s.group.append(ctx, r)
+		err = s.group.append(ctx, r)
+	} else {
+		err = s.appendDirect(ctx, matchID, epoch, first, entries)
 	}
-	return s.appendDirect(ctx, matchID, epoch, first, entries)
+	if err != nil && !isSentinel(err) && unavailable(err) && ctx.Err() == nil {
+		// The database went away mid-append: find out what happened rather
+		// than leave the caller an unknown outcome (failover.go).
+		return s.resolveAppend(ctx, matchID, epoch, first, entries, err)
+	}
+	return err
 }
 
 // appendDirect sends one append in its own statement. entries must be

@@ -32,7 +32,7 @@ func Assets() fs.FS {
 
 // Handler serves the play page at /, the ops console page at /console, the
 // bundles, and /cards.json (the public card catalog, so the page can name
-// cards). The console's data comes from ConsoleAPI, which needs the token.
+// cards). The console's data comes from the operations API (package ops, /api/admin/), which needs the token.
 func Handler() http.Handler {
 	assets := Assets()
 	files := http.FileServerFS(assets)

@@ -55,5 +55,6 @@
 // client's keep-alive pings, holds them, and reports the node's RSS growth
 // per connection. docs/performance.md has the numbers and the commands.
 //
-// The admin token can come from $MATCHGRAIN_ADMIN_TOKEN instead of --token.
+// The admin token can come from --token-file or $MATCHGRAIN_ADMIN_TOKEN
+// instead of --token, which the process list shows to every user.
 package main

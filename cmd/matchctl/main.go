@@ -39,6 +39,8 @@ const usage = `usage:
       hold N connected, silent sessions and report the node's memory per connection
   matchctl cluster --server http://HOST:PORT --token T
       members in this member's view, unfinished matches per member, the rules version
+  matchctl matches --server http://HOST:PORT --token-file F
+      the live matches with their grains' status, and recent takeovers (what the console shows)
   matchctl match --server http://HOST:PORT --token T MATCH_ID
       owner, epoch, seqs, clocks and seats of a match, rebuilt from the store
   matchctl replay --server http://HOST:PORT --token T MATCH_ID
@@ -57,7 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdPlay(ctx, args[1:], stdout, stderr)
 	case "load":
 		err = cmdLoad(ctx, args[1:], stdout, stderr)
-	case "cluster", "match", "replay":
+	case "cluster", "matches", "match", "replay":
 		err = cmdOps(ctx, args[0], args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usage)
@@ -85,6 +87,7 @@ var errUsage = errors.New("usage")
 // common holds the flags both commands share.
 type common struct {
 	server, token, tcp string
+	tokenFile          *string
 	deck, deck2        string
 	seed               string
 	timeout            time.Duration
@@ -96,7 +99,7 @@ type common struct {
 
 func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.server, "server", "", "edge HTTP base URL, http://HOST:PORT (required)")
-	fs.StringVar(&c.token, "token", os.Getenv("MATCHGRAIN_ADMIN_TOKEN"), "admin bearer token (default $MATCHGRAIN_ADMIN_TOKEN)")
+	c.tokenFile = tokenFlags(fs, &c.token)
 	fs.StringVar(&c.tcp, "tcp", "", "play over the TCP fallback at HOST:PORT instead of WebSocket")
 	fs.StringVar(&c.deck, "deck", "S1", "deck of player 0")
 	fs.StringVar(&c.deck2, "deck2", "S2", "deck of player 1")
@@ -116,8 +119,8 @@ func (c *common) check() error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%w: --server must be http://HOST:PORT", errUsage)
 	}
-	if c.token == "" {
-		return fmt.Errorf("%w: --token is required", errUsage)
+	if err := resolveToken(&c.token, *c.tokenFile); err != nil {
+		return err
 	}
 	if c.killEvery < 0 {
 		return fmt.Errorf("%w: --kill-every must not be negative", errUsage)

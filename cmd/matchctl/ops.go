@@ -8,19 +8,20 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 )
 
-// cmdOps runs the operations commands (cluster, match ID, replay ID): one
+// cmdOps runs the operations commands (cluster, matches, match ID, replay
+// ID; the console reads the same endpoints): one
 // authenticated GET of matchd's /api/admin/ endpoints, printed as JSON.
 // replay exits non-zero when the rebuilt match differs from what was stored.
 func cmdOps(ctx context.Context, name string, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("matchctl "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	server := fs.String("server", "", "any member's HTTP base URL, http://HOST:PORT (required)")
-	token := fs.String("token", os.Getenv("MATCHGRAIN_ADMIN_TOKEN"), "admin bearer token (default $MATCHGRAIN_ADMIN_TOKEN)")
+	token := new(string)
+	tokenFile := tokenFlags(fs, token)
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -29,11 +30,11 @@ func cmdOps(ctx context.Context, name string, args []string, stdout, stderr io.W
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%w: --server must be http://HOST:PORT", errUsage)
 	}
-	if *token == "" {
-		return fmt.Errorf("%w: --token is required", errUsage)
+	if err := resolveToken(token, *tokenFile); err != nil {
+		return err
 	}
-	path := "/api/admin/cluster"
-	if name != "cluster" {
+	path := "/api/admin/" + name // cluster, matches
+	if name == "match" || name == "replay" {
 		if fs.NArg() != 1 {
 			return fmt.Errorf("%w: matchctl %s needs one match id", errUsage, name)
 		}

@@ -21,7 +21,11 @@ var errDemoDone = errors.New("demo finished")
 // runDemo plays one bot match against this node over the real protocol
 // (HTTP API, tickets, WebSocket) and prints it as it happens. With exit set
 // it returns errDemoDone afterwards; otherwise the node keeps serving.
-func runDemo(ctx context.Context, baseURL, token string, think time.Duration, exit bool, log *slog.Logger) error {
+//
+// The admin token is used here, never printed: tokenAt says where an
+// operator finds it (stdout ends up in logs, and a printed command line
+// in the process list of whoever pastes it).
+func runDemo(ctx context.Context, baseURL, token, tokenAt string, think time.Duration, exit bool, log *slog.Logger) error {
 	u, err := url.Parse(baseURL)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
@@ -34,7 +38,7 @@ func runDemo(ctx context.Context, baseURL, token string, think time.Duration, ex
 	}
 	banner := func() {
 		logf("\n  ▶ play in your browser: %s/   (against the bot, or send a friend a link)\n"+
-			"    ops console: %s/console   (admin token %s)\n", baseURL, baseURL, token)
+			"    ops console: %s/console   (admin token: in %s)\n", baseURL, baseURL, tokenAt)
 	}
 	banner()
 	admin := client.NewAdmin(baseURL, token, nil)
@@ -56,8 +60,8 @@ func runDemo(ctx context.Context, baseURL, token string, think time.Duration, ex
 	if exit {
 		return errDemoDone
 	}
-	logf("the server keeps running at %s (Ctrl-C to stop); watch two bots again: go run ./cmd/matchctl play --server %s --token %s",
-		baseURL, baseURL, token)
+	logf("the server keeps running at %s (Ctrl-C to stop); watch two bots again: go run ./cmd/matchctl play --server %s "+
+		"with the admin token in $MATCHGRAIN_ADMIN_TOKEN or a --token-file", baseURL, baseURL)
 	banner()
 	return nil
 }

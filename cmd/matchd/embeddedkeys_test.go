@@ -2,33 +2,26 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"regexp"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/matchgrain/matchgrain/client"
 	"github.com/matchgrain/matchgrain/client/clienttest"
-	"github.com/matchgrain/matchgrain/cluster/clustertest"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
-var printedToken = regexp.MustCompile(`this node's token \(kept in --data-dir\) is ([0-9a-f]+)`)
-
-// tokenPrinted waits for the admin token an embedded node without
-// --admin-token prints at start.
-func tokenPrinted(t *testing.T, p *proc) string {
+// keptToken reads the admin token an embedded node without --admin-token
+// keeps in its data directory (it never prints it: TestNoSecretOnStdout).
+func keptToken(t *testing.T, dir string) string {
 	t.Helper()
-	var tok string
-	clustertest.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
-		m := printedToken.FindStringSubmatch(p.logTail())
-		if m == nil {
-			return fmt.Errorf("node %s printed no admin token", p.name)
-		}
-		tok = m[1]
-		return nil
-	})
-	return tok
+	b, err := os.ReadFile(filepath.Join(dir, "admin-token"))
+	if err != nil {
+		t.Fatalf("the node keeps no admin token in its data directory: %v", err)
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // TestEmbeddedRestartKeepsKeys kills an embedded node started without
@@ -39,7 +32,7 @@ func tokenPrinted(t *testing.T, p *proc) string {
 func TestEmbeddedRestartKeepsKeys(t *testing.T) {
 	dir := t.TempDir()
 	first := startProcSecrets(t, "emb", false, "--data-dir", dir)
-	tok := tokenPrinted(t, first)
+	tok := keptToken(t, dir)
 	cc := &chaosCluster{admin: client.NewAdmin("http://"+first.http, tok, nil)}
 	id := cc.createMatch(t, 42)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -51,8 +44,11 @@ func TestEmbeddedRestartKeepsKeys(t *testing.T) {
 	first.kill()
 
 	again := startProcSecrets(t, "emb", false, "--data-dir", dir)
-	if got := tokenPrinted(t, again); got != tok {
+	if got := keptToken(t, dir); got != tok {
 		t.Fatal("the restarted node made a new admin token")
+	}
+	if _, err := client.NewAdmin("http://"+again.http, tok, nil).Decks(ctx); err != nil {
+		t.Fatalf("the restarted node refuses the kept admin token: %v", err)
 	}
 	conn, err := client.Dial(ctx, "ws://"+again.http+"/game", client.DialOptions{})
 	if err != nil {

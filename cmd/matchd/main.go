@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -21,10 +21,12 @@ import (
 	"github.com/matchgrain/matchgrain/actors"
 	"github.com/matchgrain/matchgrain/cluster"
 	"github.com/matchgrain/matchgrain/cluster/envelope"
+	"github.com/matchgrain/matchgrain/clusterkeys"
 	"github.com/matchgrain/matchgrain/edge"
 	"github.com/matchgrain/matchgrain/edge/grains"
 	"github.com/matchgrain/matchgrain/game/catalog"
 	"github.com/matchgrain/matchgrain/internal/governor"
+	"github.com/matchgrain/matchgrain/ops"
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/web"
 )
@@ -58,6 +60,9 @@ type options struct {
 	gcQuietPercent int
 	// procGovernor turns on the Proc governor (one processor while the node is light).
 	procGovernor bool
+	// publicCreates and publicCreatesGlobal bound public match creation
+	// per minute, per client address (IPv4, IPv6 /64) and for the edge.
+	publicCreates, publicCreatesGlobal float64
 	// requestTimeout is the edge's patience: how long one player or API
 	// call waits for its match, retrying through a failover (edgePatience).
 	requestTimeout time.Duration
@@ -82,7 +87,7 @@ func parseFlags(args []string) (options, error) {
 	dataDir := fs.String("data-dir", "matchgrain-data", "directory of the embedded store")
 	listen := fs.String("listen", "127.0.0.1:8080", "HTTP address: /game WebSocket, /api, /healthz, /metrics")
 	tcpListen := fs.String("tcp-listen", "", "TCP fallback address (length-prefixed frames); empty disables it")
-	admin := fs.String("admin-token", "", "bearer token of the HTTP API (MATCHD_ADMIN_TOKEN); empty: shared through the database with --database-url, else generated once, kept in --data-dir and printed")
+	admin := fs.String("admin-token", "", "bearer token of the HTTP API; prefer MATCHD_ADMIN_TOKEN over the command line; empty: shared through the database with --database-url, else generated once into DATA-DIR/admin-token (never printed)")
 	tkey := fs.String("ticket-key", "", "hex key (>= 32 bytes) that signs tickets; all edges of a cluster need the same key; empty: shared through the database with --database-url, else generated once and kept in --data-dir")
 	secretsRefresh := fs.Duration("secrets-refresh", 30*time.Second, "how often a member re-reads the ticket keys shared through the database")
 	rotation := fs.Duration("ticket-key-rotation", 0, "replace the shared ticket key when it is this old (0: never); tickets in flight stay valid")
@@ -90,6 +95,8 @@ func parseFlags(args []string) (options, error) {
 	edgeOnly := fs.Bool("edge-only", false, "serve players but host no match grains")
 	demo := fs.Bool("demo", false, "after start, play a bot match against this node and print it; implies --public-play")
 	publicPlay := fs.Bool("public-play", false, "let browsers create bot and friend matches without the admin token (rate limited; see web/README.md)")
+	publicCreates := fs.Float64("public-creates-per-minute", edge.DefaultPublicCreatesPerMinute, "public match creations per minute per client address (IPv4 address or IPv6 /64)")
+	publicCreatesGlobal := fs.Float64("public-creates-global-per-minute", edge.DefaultPublicCreatesGlobalPerMinute, "public match creations per minute for the whole edge; a quarter is kept for addresses that created nothing in the last 10 minutes")
 	demoExit := fs.Bool("demo-exit", false, "with --demo: stop the node when the demo match is over")
 	jsonLogs := fs.Bool("json-logs", false, "log JSON instead of text")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
@@ -156,6 +163,10 @@ func parseFlags(args []string) (options, error) {
 	o.adminToken, o.ticketKey, o.origins = *admin, *tkey, *origins
 	o.edgeOnly, o.demo, o.demoExit, o.jsonLogs, o.logLevel = *edgeOnly, *demo, *demoExit, *jsonLogs, *level
 	o.publicPlay = *publicPlay || *demo
+	if *publicCreates <= 0 || *publicCreatesGlobal <= 0 {
+		return o, fmt.Errorf("public-creates-per-minute (%v) and public-creates-global-per-minute (%v) must be positive", *publicCreates, *publicCreatesGlobal)
+	}
+	o.publicCreates, o.publicCreatesGlobal = *publicCreates, *publicCreatesGlobal
 	o.timing = actors.Timing{DecisionTime: *decision, BankTime: *bank, AbsenceTimeout: *absence, ClockInterval: *clock,
 		SeatKeepAlive: *keepAlive, SnapshotEvery: *snapEvery, ResumeWindow: *resumeWindow, IdleStop: *idleStop, BotThink: *botThink}
 	o.ticketTTL, o.helloTimeout, o.hbIdle, o.hbTimeout = *ttl, *hello, *hbIdle, *hbTimeout
@@ -322,6 +333,15 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 			log.Warn("close store", "err", err)
 		}
 	}()
+	// Before joining: a member of another cluster must not start on this
+	// cluster's database (it would claim that cluster's matches).
+	identity, err := o.security.Identity(o.clusterName)
+	if err != nil {
+		return fmt.Errorf("cluster identity: %w", err)
+	}
+	if err := clusterkeys.CheckIdentity(ctx, store, identity); err != nil {
+		return fmt.Errorf("refusing to start: %w", err)
+	}
 
 	var node *cluster.Node
 	var kinds []*pcluster.Kind
@@ -350,7 +370,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 				case node.Unsettled():
 					return errors.New("this process was stalled moments ago; its view of the cluster may be stale")
 				}
-				return nil
+				return node.Admitted()
 			},
 			Owns: func(id string) bool { return node.OwnerAddress(id, actors.MatchKind) == node.Self() },
 		})
@@ -363,7 +383,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		NodeName: o.nodeName, GossipAddr: o.gossipAddr, Join: splitList(o.join), RemoteAddr: o.remoteAddr,
 		AdvertiseRemoteAddr: o.advertiseRemote, ClusterName: o.clusterName,
 		Kinds: kinds, FailureDetection: o.failureDetection(), Security: o.security, Logger: base,
-		Info: map[string]string{infoRules: actors.RulesVersion(actors.GameRules{}), infoBuild: buildVersion()},
+		Info: map[string]string{ops.InfoRules: actors.RulesVersion(actors.GameRules{}), ops.InfoBuild: buildVersion()},
 	})
 	if err != nil {
 		return fmt.Errorf("start cluster member: %w", err)
@@ -380,32 +400,36 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		return err
 	}
 
-	sec, err := loadSecrets(ctx, o, store, log)
+	ticketKey, err := hex.DecodeString(o.ticketKey)
+	if err != nil {
+		node.Kill()
+		return fmt.Errorf("ticket-key must be hex: %w", err)
+	}
+	sec, err := clusterkeys.Load(ctx, clusterkeys.Options{AdminToken: o.adminToken, TicketKey: ticketKey, DataDir: o.dataDir,
+		TicketTTL: o.ticketTTL, Refresh: o.secretsRefresh, Rotation: o.ticketKeyRotation, Logger: log}, store)
 	if err != nil {
 		node.Kill()
 		return err
 	}
-	adminToken := sec.adminToken
-	var srv *edge.Server
-	console := web.ConsoleAPI(web.ConsoleDeps{
-		Authorized: func(r *http.Request) bool { return srv.Authorized(r) },
-		Self:       node.ID(), Members: node.Members, Status: gw.Status, Takeovers: grainMetrics.RecentTakeovers,
-		Unfinished: store.ListUnfinished,
-	})
-	pages := web.Handler()
-	srv, err = edge.New(edge.Config{
-		TicketKey: sec.ticketKey, TicketPreviousKeys: sec.ticketAccept, TicketTTL: o.ticketTTL, AdminToken: adminToken, Decks: deckInfos,
+	adminToken := sec.AdminToken
+	srv, err := edge.New(edge.Config{
+		TicketKey: sec.TicketKey, TicketPreviousKeys: sec.TicketAccept, TicketTTL: o.ticketTTL, AdminToken: adminToken, Decks: deckInfos,
 		HelloTimeout: o.helloTimeout, HeartbeatIdle: o.hbIdle, HeartbeatTimeout: o.hbTimeout, RequestTimeout: o.requestTimeout,
 		NoReaderParking: !o.parkReaders,
 		AllowedOrigins:  splitList(o.origins), Logger: log, Registry: registry,
-		PublicPlay: o.publicPlay,
-		Fallback: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if strings.HasPrefix(r.URL.Path, "/console/api/") {
-				console.ServeHTTP(w, r)
-				return
+		PublicPlay: o.publicPlay, PublicCreatesPerMinute: o.publicCreates, PublicCreatesGlobalPerMinute: o.publicCreatesGlobal,
+		UseOnce: func(ctx context.Context, id string, expires time.Time, claimant string) error {
+			// A friend invite is used once across every edge: the store's used tickets.
+			err := store.ConsumeTicket(ctx, id, expires, claimant)
+			if errors.Is(err, persistence.ErrTicketUsed) {
+				return fmt.Errorf("%w: %w", edge.ErrTicketUsed, err)
 			}
-			pages.ServeHTTP(w, r)
-		}),
+			return err
+		},
+		Admitted: node.Admitted,
+		Admin: ops.Handler(ops.Deps{Node: node, Store: store, Rules: actors.GameRules{}, Timing: o.timing,
+			Status: gw.Status, Takeovers: grainMetrics.RecentTakeovers, Logger: log}),
+		Fallback:            web.Handler(),
 		AdminTokensPrevious: splitList(o.adminPrevious), SeparateMetrics: o.metricsListen != "",
 		MaxConnections: o.limits.MaxConnections, MaxConnectionsPerAddress: o.limits.MaxConnectionsPerAddress,
 		MaxHandshakes: o.limits.MaxHandshakes, MaxBodyBytes: o.limits.MaxBodyBytes, MaxHeaderBytes: o.limits.MaxHeaderBytes,
@@ -424,8 +448,6 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		return fmt.Errorf("listen %s: %w", o.listen, err)
 	}
 	hs := srv.HTTPServer()
-	admin := &adminAPI{token: adminToken, node: node, store: store, rules: actors.GameRules{}, timing: o.timing, log: log}
-	hs.Handler = admin.wrap(hs.Handler)
 	errc := make(chan error, 5)
 	go func() { errc <- fmt.Errorf("http: %w", hs.Serve(srv.LimitListener(httpLn))) }()
 	metricsAddr := httpLn.Addr().String()
@@ -483,9 +505,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	if rs, ok := store.(persistence.Retention); ok && o.retentionAfter > 0 {
 		go persistence.PruneFinishedEvery(ctx, rs, o.retentionAfter, o.retentionInterval, log)
 	}
-	if sec.shared != nil {
-		go refreshTicketKeys(ctx, o, sec, srv.Tickets(), log)
-	}
+	go sec.RefreshTicketKeys(ctx, srv.Tickets().SetKeys)
 	debugAddr := ""
 	if o.debugListen != "" {
 		debugAddr, err = startDebug(ctx, o.debugListen, log)
@@ -502,7 +522,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 
 	if o.demo {
 		go func() {
-			if err := runDemo(ctx, "http://"+httpLn.Addr().String(), adminToken, o.demoDelay, o.demoExit, log); err != nil {
+			if err := runDemo(ctx, "http://"+httpLn.Addr().String(), adminToken, sec.AdminTokenAt, o.demoDelay, o.demoExit, log); err != nil {
 				errc <- err
 			}
 		}()

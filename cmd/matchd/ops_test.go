@@ -19,6 +19,7 @@ import (
 	"github.com/matchgrain/matchgrain/client/bots"
 	"github.com/matchgrain/matchgrain/client/clienttest"
 	"github.com/matchgrain/matchgrain/cluster/clustertest"
+	"github.com/matchgrain/matchgrain/ops"
 	"github.com/matchgrain/matchgrain/persistence/pgtest"
 	"github.com/matchgrain/matchgrain/protocol"
 )
@@ -81,7 +82,7 @@ func TestOpsCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("matchctl match exited %d", code)
 	}
-	var mi matchInfo
+	var mi ops.MatchInfo
 	if err := json.Unmarshal(out, &mi); err != nil {
 		t.Fatalf("match output: %v\n%s", err, out)
 	}
@@ -105,13 +106,13 @@ func TestOpsCommands(t *testing.T) {
 		t.Fatalf("build the other matchd: %v\n%s", err, out)
 	}
 	other := startProcOpts(t, "v", procOpts{secrets: true, bin: otherBin}, append(cc.common, "--join", cc.a.gossip, "--edge-only")...)
-	var ci clusterInfo
+	var ci ops.ClusterInfo
 	clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
 		out, code = matchctl(t, append([]string{"cluster"}, auth...)...)
 		if code != 0 {
 			return fmt.Errorf("matchctl cluster exited %d", code)
 		}
-		ci = clusterInfo{}
+		ci = ops.ClusterInfo{}
 		if err := json.Unmarshal(out, &ci); err != nil {
 			t.Fatalf("cluster output: %v\n%s", err, out)
 		}

@@ -212,7 +212,7 @@ func adminGet(ctx context.Context, httpAddr, path string) string {
 
 // overviewEntry is the ops console's entry for one match on a node.
 func overviewEntry(ctx context.Context, httpAddr, id string) string {
-	raw := adminGet(ctx, httpAddr, "/console/api/overview")
+	raw := adminGet(ctx, httpAddr, "/api/admin/matches")
 	_, body, ok := strings.Cut(raw, " ")
 	if !ok {
 		return raw

@@ -13,6 +13,7 @@ import (
 	"github.com/matchgrain/matchgrain/client"
 	"github.com/matchgrain/matchgrain/client/clienttest"
 	"github.com/matchgrain/matchgrain/cluster/clustertest"
+	"github.com/matchgrain/matchgrain/edge"
 	"github.com/matchgrain/matchgrain/persistence/pgtest"
 	"github.com/matchgrain/matchgrain/protocol"
 )
@@ -94,14 +95,34 @@ func TestClusterSharedSecrets(t *testing.T) {
 		t.Fatalf("ticket: %v", err)
 	}
 	before := activeTicketGeneration(t, schema)
+	var after int64
 	clustertest.Eventually(t, 20*time.Second, 50*time.Millisecond, func() error {
-		if g := activeTicketGeneration(t, schema); g <= before {
-			return fmt.Errorf("ticket key generation still %d", g)
+		if after = activeTicketGeneration(t, schema); after <= before {
+			return fmt.Errorf("ticket key generation still %d", after)
 		}
 		return nil
 	})
-	// Every member refreshes within 300 ms; give them three refreshes.
-	time.Sleep(time.Second)
+	// Wait until every member signs with the new key or a later one (the
+	// rotation goes on every 4 s): its refresh saw the new key.
+	clustertest.Eventually(t, 20*time.Second, 50*time.Millisecond, func() error {
+		var keys [][]byte
+		queryRow(t, fmt.Sprintf("SELECT array_agg(secret ORDER BY generation) FROM %s.cluster_keys WHERE purpose = 'ticket-key' AND generation >= $1",
+			pgx.Identifier{schema}.Sanitize()), []any{after}, &keys)
+		verifier, err := edge.NewTicketer(keys[0], 30*time.Second, keys[1:]...)
+		if err != nil {
+			return err
+		}
+		for i, adm := range admins {
+			tk, err := adm.Ticket(ctx, id, 0)
+			if err != nil {
+				return err
+			}
+			if _, err := verifier.Verify(tk.Ticket); err != nil {
+				return fmt.Errorf("member %s still signs with a key older than generation %d: %w", procs[i].name, after, err)
+			}
+		}
+		return nil
+	})
 	conn, err := client.Dial(ctx, "ws://"+c.http+"/game", client.DialOptions{})
 	if err != nil {
 		t.Fatalf("dial: %v", err)

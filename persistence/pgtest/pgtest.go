@@ -166,7 +166,12 @@ func URL(t testing.TB) string {
 // uses it first (OpenPostgres with WithSchema does).
 func NewSchema(t testing.TB) string {
 	t.Helper()
-	u := URL(t)
+	return NewSchemaAt(t, URL(t))
+}
+
+// NewSchemaAt is NewSchema on the server at u (a Private one, say).
+func NewSchemaAt(t testing.TB, u string) string {
+	t.Helper()
 	var b [6]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		t.Fatalf("pgtest: random schema name: %v", err)

@@ -44,7 +44,7 @@ async function get(path, token) {
   return fetch(path, { headers: { Authorization: `Bearer ${token}` }, cache: "no-store" });
 }
 async function refresh(token) {
-  const res = await get("/console/api/overview", token);
+  const res = await get("/api/admin/matches", token);
   if (res.status === 401) {
     $("#login-error").textContent = "wrong token";
     return false;

@@ -578,13 +578,29 @@ function parseLink() {
   if (!matchId || !key || seat !== 0 && seat !== 1) return null;
   return { matchId, seat, key };
 }
-function linkURL(l) {
-  const q = new URLSearchParams({ m: l.matchId, s: String(l.seat), k: l.key });
-  return `${location.origin}${location.pathname}#${q.toString()}`;
+async function redeemInvite() {
+  const p = new URLSearchParams(location.hash.slice(1));
+  const matchId = p.get("m");
+  const invite = p.get("i");
+  if (!matchId || !invite) return null;
+  let claim = sessionStorage.getItem(`claim:${matchId}`);
+  if (!claim) {
+    const b = crypto.getRandomValues(new Uint8Array(16));
+    claim = btoa(String.fromCharCode(...b)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    sessionStorage.setItem(`claim:${matchId}`, claim);
+  }
+  try {
+    const r = await api("/api/play/invites", { matchId, invite, claim });
+    history.replaceState(null, "", `#${new URLSearchParams({ m: matchId, s: "1", k: r.seatKey })}`);
+    return { matchId, seat: 1, key: r.seatKey };
+  } catch (e) {
+    $("#lobby-error").textContent = `Could not join the match: ${e.message}`;
+    return null;
+  }
 }
 async function create(play) {
   const r = await api("/api/play/matches", play);
-  if (r.friendSeatKey) sessionStorage.setItem(`friend:${r.matchId}`, r.friendSeatKey);
+  if (r.invite) sessionStorage.setItem(`friend:${r.matchId}`, r.invite);
   sessionStorage.setItem(`created:${r.matchId}`, "1");
   localStorage.setItem("matchgrain:last", JSON.stringify(play));
   location.hash = new URLSearchParams({ m: r.matchId, s: "0", k: r.seatKey }).toString();
@@ -703,7 +719,7 @@ function game(link) {
 }
 function friendLink(st) {
   if (!st.friendKey) return;
-  const url = linkURL({ matchId: st.link.matchId, seat: 1, key: st.friendKey });
+  const url = `${location.origin}${location.pathname}#${new URLSearchParams({ m: st.link.matchId, i: st.friendKey })}`;
   $("#friend-link").hidden = false;
   $("#friend-url").value = url;
   $("#copy-friend").onclick = () => {
@@ -724,6 +740,10 @@ function ticketSource(link) {
       body: JSON.stringify({ matchId: link.matchId, seat: link.seat, seatKey: link.key })
     });
     const data = await res.json().catch(() => ({}));
+    if (res.ok && data.seatKey && data.seatKey !== link.key) {
+      link.key = data.seatKey;
+      history.replaceState(null, "", `#${new URLSearchParams({ m: link.matchId, s: String(link.seat), k: link.key })}`);
+    }
     if (res.ok && data.ticket) return data.ticket;
     const msg = data.message ?? `HTTP ${res.status}`;
     if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) throw new TicketRefused(msg);
@@ -1084,7 +1104,7 @@ function renderLog(st) {
 async function main() {
   setCatalog(await api("/cards.json").catch(() => ({})));
   window.addEventListener("hashchange", () => location.reload());
-  const link = parseLink();
+  const link = parseLink() ?? await redeemInvite();
   if (link) game(link);
   else void lobby();
 }

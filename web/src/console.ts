@@ -1,6 +1,6 @@
 // The ops console: members, matches per member, live matches with their
 // clocks and owners, recent failovers and the metrics that matter, read from
-// GET /console/api/overview and /metrics with the admin token. The token
+// GET /api/admin/matches and /metrics with the admin token. The token
 // stays in this tab's sessionStorage and goes only into Authorization headers.
 
 interface Member {
@@ -101,7 +101,7 @@ async function get(path: string, token: string): Promise<Response> {
 }
 
 async function refresh(token: string): Promise<boolean> {
-  const res = await get("/console/api/overview", token);
+  const res = await get("/api/admin/matches", token);
   if (res.status === 401) {
     $("#login-error").textContent = "wrong token";
     return false;

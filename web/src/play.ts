@@ -54,17 +54,37 @@ function parseLink(): SeatLink | null {
   return { matchId, seat, key };
 }
 
-function linkURL(l: SeatLink): string {
-  const q = new URLSearchParams({ m: l.matchId, s: String(l.seat), k: l.key });
-  return `${location.origin}${location.pathname}#${q.toString()}`;
+// redeemInvite turns a friend's invite link (#m=…&i=…) into a seat link:
+// the invite is single use, and the seat key it yields derives from a claim
+// drawn here, which the creator never sees. The claim is kept for this tab,
+// so a reload retries with the same claim and gets the same key.
+async function redeemInvite(): Promise<SeatLink | null> {
+  const p = new URLSearchParams(location.hash.slice(1));
+  const matchId = p.get("m");
+  const invite = p.get("i");
+  if (!matchId || !invite) return null;
+  let claim = sessionStorage.getItem(`claim:${matchId}`);
+  if (!claim) {
+    const b = crypto.getRandomValues(new Uint8Array(16));
+    claim = btoa(String.fromCharCode(...b)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    sessionStorage.setItem(`claim:${matchId}`, claim);
+  }
+  try {
+    const r = await api<{ seatKey: string }>("/api/play/invites", { matchId, invite, claim });
+    history.replaceState(null, "", `#${new URLSearchParams({ m: matchId, s: "1", k: r.seatKey })}`);
+    return { matchId, seat: 1, key: r.seatKey };
+  } catch (e) {
+    $("#lobby-error").textContent = `Could not join the match: ${(e as Error).message}`;
+    return null;
+  }
 }
 
 // ---- lobby ----
 
 /** create makes a match and opens its board (the hash change reloads the page). */
 async function create(play: LastPlay): Promise<void> {
-  const r = await api<{ matchId: string; seatKey: string; friendSeatKey?: string }>("/api/play/matches", play);
-  if (r.friendSeatKey) sessionStorage.setItem(`friend:${r.matchId}`, r.friendSeatKey);
+  const r = await api<{ matchId: string; seatKey: string; invite?: string }>("/api/play/matches", play);
+  if (r.invite) sessionStorage.setItem(`friend:${r.matchId}`, r.invite);
   sessionStorage.setItem(`created:${r.matchId}`, "1");
   localStorage.setItem("matchgrain:last", JSON.stringify(play));
   location.hash = new URLSearchParams({ m: r.matchId, s: "0", k: r.seatKey }).toString();
@@ -233,7 +253,8 @@ function game(link: SeatLink): void {
 /** friendLink shows the friend's seat link to the player who made a friend match. */
 function friendLink(st: GameState): void {
   if (!st.friendKey) return;
-  const url = linkURL({ matchId: st.link.matchId, seat: 1, key: st.friendKey });
+  // The friend gets the single-use invite, never a seat key (redeemInvite).
+  const url = `${location.origin}${location.pathname}#${new URLSearchParams({ m: st.link.matchId, i: st.friendKey })}`;
   $("#friend-link").hidden = false;
   $<HTMLInputElement>("#friend-url").value = url;
   $("#copy-friend").onclick = () => {
@@ -255,7 +276,13 @@ function ticketSource(link: SeatLink): () => Promise<string> {
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ matchId: link.matchId, seat: link.seat, seatKey: link.key }),
     });
-    const data = (await res.json().catch(() => ({}))) as { ticket?: string; message?: string };
+    const data = (await res.json().catch(() => ({}))) as { ticket?: string; seatKey?: string; message?: string };
+    if (res.ok && data.seatKey && data.seatKey !== link.key) {
+      // The seat key signed with the current ticket key: keeping it keeps
+      // the seat across a ticket-key rotation.
+      link.key = data.seatKey;
+      history.replaceState(null, "", `#${new URLSearchParams({ m: link.matchId, s: String(link.seat), k: link.key })}`);
+    }
     if (res.ok && data.ticket) return data.ticket;
     const msg = data.message ?? `HTTP ${res.status}`;
     if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) throw new TicketRefused(msg);
@@ -647,7 +674,7 @@ function renderLog(st: GameState): void {
 async function main(): Promise<void> {
   setCatalog(await api<Record<string, Card>>("/cards.json").catch(() => ({})));
   window.addEventListener("hashchange", () => location.reload());
-  const link = parseLink();
+  const link = parseLink() ?? (await redeemInvite());
   if (link) game(link);
   else void lobby();
 }

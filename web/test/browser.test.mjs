@@ -51,7 +51,7 @@ test("the ops console shows members and the live match with its clocks and owner
   const con = await ctx.newPage();
   await con.goto(`http://${matchd.http}/console`);
   // Without the token the API refuses.
-  const unauth = await con.evaluate(async () => (await fetch("/console/api/overview")).status);
+  const unauth = await con.evaluate(async () => (await fetch("/api/admin/matches")).status);
   assert.equal(unauth, 401);
   await con.fill("#token", "wrong");
   await con.click("#login button");

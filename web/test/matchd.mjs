@@ -4,7 +4,7 @@
 // crash would and started again on the same data directory and port).
 import { execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
@@ -42,7 +42,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === "b
  * startMatchd starts one embedded node and resolves when it printed its ready
  * line. opts.dataDir and opts.listen ("127.0.0.1:port") start it again where
  * a killed one was; opts.keys false gives it no --admin-token and no
- * --ticket-key, so it keeps its own in its data directory, as the demo does.
+ * --ticket-key, so it keeps its own in its data directory (the token in
+ * DATA-DIR/admin-token), as the demo does.
  */
 export async function startMatchd(extra = [], opts = {}) {
   const bin = await buildMatchd();
@@ -61,8 +62,6 @@ export async function startMatchd(extra = [], opts = {}) {
   );
   const tail = [];
   createInterface({ input: child.stderr }).on("line", (l) => {
-    const m = /token \(kept in --data-dir\) is ([0-9a-f]+)/.exec(l);
-    if (m) adminToken = m[1];
     tail.push(l);
     if (tail.length > 100) tail.shift();
   });
@@ -78,6 +77,8 @@ export async function startMatchd(extra = [], opts = {}) {
     });
     child.once("exit", (code) => reject(new Error(`matchd exited (${code}):\n${tail.join("\n")}`)));
   });
+  // A node without --admin-token keeps it in its data directory and never prints it.
+  if (!keys) adminToken = readFileSync(join(dataDir, "admin-token"), "utf8").trim();
   const kill = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     await exited;

@@ -445,7 +445,7 @@ test("a friend match: the link with Copy, waiting for the friend, the attacker n
     await a.click("#play-friend");
     await a.waitForSelector("#friend-link:not([hidden])");
     const url = await a.inputValue("#friend-url");
-    assert.match(url, /#m=.+&s=1&k=.+/);
+    assert.match(url, /#m=.+&i=.+/); // a single-use invite, not the friend's seat key
     await a.click("#copy-friend");
     await a.waitForSelector("#copy-friend:has-text('Copied'), #copy-friend:has-text('Select and copy')");
     const first = await waitFor(a, "host joined", (s) => s.decision === "mine" || s.decision === "theirs");

@@ -8,12 +8,19 @@ import (
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
-// toyRules is a tiny deterministic engine behind the Rules interface, so the
+// ToyRules is a tiny deterministic game behind the Rules interface, so the
 // grain's durability, idempotency, clocks and routing are tested without the
-// card game's details: players alternate EndTurn; turn 20 ends the match.
-type toyRules struct{}
+// card game's details (this package's tests, the simulator actors/sim):
+// players alternate EndTurn; each turn draws a card only its owner may see
+// (the other seat gets the count) and emits an event only its owner sees,
+// so projections are exercised; turn Turns (20 when 0) ends the match.
+// Its decks are "S1" and "S2".
+type ToyRules struct {
+	Turns int
+}
 
 type toyEngine struct {
+	Limit    int
 	Seq      int64
 	Next     int
 	Turn     int
@@ -24,17 +31,22 @@ type toyEngine struct {
 
 var errToyIllegal = errors.New("toy: illegal")
 
-func (toyRules) New(seed uint64, decks [2]string) (Engine, []protocol.EventEnvelope, error) {
+// New implements Rules.
+func (r ToyRules) New(seed uint64, decks [2]string) (Engine, []protocol.EventEnvelope, error) {
 	for _, d := range decks {
 		if d != "S1" && d != "S2" {
 			return nil, nil, errors.New("toy: unknown deck " + d)
 		}
 	}
-	e := &toyEngine{Next: int(seed % 2), Winner: -1}
+	e := &toyEngine{Limit: r.Turns, Next: int(seed % 2), Winner: -1}
+	if e.Limit <= 0 {
+		e.Limit = 20
+	}
 	return e, []protocol.EventEnvelope{e.emit(&protocol.GameStartedEvent{FirstPlayer: e.Next, DeckSize: [2]int{50, 50}})}, nil
 }
 
-func (toyRules) Restore(state []byte) (Engine, error) {
+// Restore implements Rules.
+func (ToyRules) Restore(state []byte) (Engine, error) {
 	var e toyEngine
 	if err := msgpack.Unmarshal(state, &e); err != nil {
 		return nil, err
@@ -42,7 +54,8 @@ func (toyRules) Restore(state []byte) (Engine, error) {
 	return &e, nil
 }
 
-func (toyRules) Project(viewer int, ev protocol.Event) (protocol.Event, bool) {
+// Project implements Rules.
+func (ToyRules) Project(viewer int, ev protocol.Event) (protocol.Event, bool) {
 	if d, ok := ev.(*protocol.CardsDrawnEvent); ok && d.Player != viewer {
 		return &protocol.CardsDrawnEvent{Player: d.Player, Count: d.Count}, true
 	}
@@ -52,7 +65,8 @@ func (toyRules) Project(viewer int, ev protocol.Event) (protocol.Event, bool) {
 	return ev, true
 }
 
-func (toyRules) RejectCode(err error) (protocol.IntentRejectCode, string) {
+// RejectCode implements Rules.
+func (ToyRules) RejectCode(err error) (protocol.IntentRejectCode, string) {
 	return protocol.RejectIllegal, err.Error()
 }
 
@@ -77,7 +91,7 @@ func (e *toyEngine) Execute(player int, in protocol.Intent) ([]protocol.EventEnv
 		e.emit(&protocol.CardsDrawnEvent{Player: e.Next, Count: 1, Cards: []protocol.CardRef{{InstanceID: 40 + e.Turn, PrintingID: "S1-002"}}}),
 		e.emit(&protocol.SearchFailedViewEvent{Player: e.Next, Query: "grade=1"}),
 	}
-	if e.Turn >= 20 {
+	if e.Turn >= e.Limit {
 		evs = append(evs, e.Finish(1-e.Next, protocol.FinishDamage)...)
 	}
 	return evs, nil

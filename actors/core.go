@@ -1,0 +1,716 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/matchgrain/matchgrain/actors/internal/mutate"
+	"github.com/matchgrain/matchgrain/cluster/envelope"
+	"github.com/matchgrain/matchgrain/persistence"
+	"github.com/matchgrain/matchgrain/protocol"
+)
+
+// The match session logic is a state machine, Core, in the manner of
+// etcd-io/raft's Step and Ready: it takes one input at a time (an
+// activation, a request from a seat, a timer, an idle timeout) and returns
+// a Ready saying what must happen: the messages for seats and the reply in
+// the order they must leave, when the next tick is due, whether the
+// activation ends and why. It starts no goroutine, arms no timer and sends
+// nothing itself; grain (grain.go) carries a Ready out with protoactor, and
+// the simulator (actors/sim) with its virtual network and clock.
+//
+// It reaches outside itself only through GrainDeps: the store, whose every
+// call returns before the step that made it does (so an append's outcome
+// is settled inside the step that wrote it, as the grain waits for the
+// append anyway, docs/architecture.md §3, and nothing is sent before it
+// succeeded), and the clock, GrainDeps.Now. A simulated store and clock
+// make a core fully deterministic.
+
+// Ready is what one step of a core asks its host to do, in this order:
+// deliver Sends in order (To nil is the reply to the request's sender, if
+// it has one), arm the tick timer when Tick is set, arm the idle stop when
+// IdleStop is set, and stop the activation when Stop is set. Then the host
+// calls Advance, which writes the checkpoint a step found due.
+type Ready struct {
+	Sends []Send
+	// Tick is set when the next tick is due in TickIn (at least 1 ms).
+	Tick   bool
+	TickIn time.Duration
+	// IdleStop arms the idle stop: an idle input after Timing.IdleStop
+	// without requests.
+	IdleStop bool
+	// Stop ends the activation (a halt, or an idle finished match); Halt
+	// says why when it was a halt.
+	Stop bool
+	Halt HaltReason
+}
+
+// Send is one message a step sends: to a seat's PID, or, with To nil, the
+// reply to the request being handled.
+type Send struct {
+	To  *actor.PID
+	Msg any
+}
+
+// attachment is one seat's live connection, as the PID of a seat on some edge.
+type attachment struct {
+	pid       *actor.PID
+	sessionID string
+	lastSeen  int64
+	// ticketExpiresMs is the expiry of the ticket the connection opened
+	// with: a later ticket was issued later, so it orders takeovers.
+	ticketExpiresMs int64
+}
+
+type grainState int
+
+const (
+	stateLoading grainState = iota
+	stateRunning
+	stateNotFound
+	stateStopped // fenced or broken: never answers again
+	stateRefused // pinned to rules this member does not run: says so until it passivates
+)
+
+// Core is the state of one activation of a match and its logic (see
+// Ready). It is not safe for concurrent use: its host gives it one input at
+// a time.
+type Core struct {
+	deps  *GrainDeps
+	id    string
+	log   *slog.Logger
+	state grainState
+	epoch int64
+
+	meta    matchMeta
+	engine  Engine
+	logSeq  int64
+	sinceSS int
+	// checkpointDue: persist found a snapshot (and, once the match is
+	// over, its finished mark) due; advance writes them after the reply.
+	checkpointDue bool
+	clock         decisionClock
+	absent        absence
+	// journal holds accepted intents by seat and id (durable via the log).
+	journal intentJournal
+	// rejected remembers rejections so a re-sent id answers the same way;
+	// it is memory only: a rejection changed nothing worth persisting.
+	rejected map[journalKey]protocol.ServerIntentResult
+	// recent holds the latest Timing.ResumeWindow events or a few more
+	// (keepEvents); older ones are rebuilt from the durable log when a
+	// resume needs them.
+	recent eventJournal
+	// everyEvent, when set (ReplayMatch), collects every event as well.
+	everyEvent *[]protocol.EventEnvelope
+
+	refusal string // why the activation was refused (stateRefused)
+
+	seats         [2]*attachment
+	lastClockSent int64
+	// botStuckAt is the log position at which a bot seat failed to act
+	// (memory only: a new activation tries again once).
+	botStuckAt int64
+
+	// rd collects the current step's actions; its Sends slice is reused
+	// from step to step (the host is done with it when it calls the next).
+	rd Ready
+}
+
+type journalKey struct {
+	seat int
+	id   string
+}
+
+const maxRejectedRemembered = 4096
+
+// newCore returns a core for deps, not yet activated.
+func newCore(deps *GrainDeps) *Core {
+	return &Core{deps: deps, journal: intentJournal{}, rejected: map[journalKey]protocol.ServerIntentResult{}}
+}
+
+// begin starts a step: the previous step's Ready was carried out.
+func (g *Core) begin() {
+	g.rd = Ready{Sends: g.rd.Sends[:0]}
+}
+
+// Activate is the first input of an activation: it claims matchID
+// (fencing every older activation) and rebuilds its state.
+func (g *Core) Activate(matchID string) Ready {
+	g.begin()
+	g.activate(matchID)
+	return g.rd
+}
+
+// Handle is a request from a seat, the gateway or the reclaimer: the value
+// carried by an envelope.Msg.
+func (g *Core) Handle(msg any) Ready {
+	g.begin()
+	g.onMessage(msg)
+	return g.rd
+}
+
+// Tick is the timer the previous Ready asked for.
+func (g *Core) Tick() Ready {
+	g.begin()
+	g.onTick()
+	return g.rd
+}
+
+// Idle is the idle stop the previous Ready asked for, after
+// Timing.IdleStop without requests: a finished match, or one that is not
+// running, ends.
+func (g *Core) Idle() Ready {
+	g.begin()
+	if g.state != stateRunning || g.engine.IsFinished() {
+		g.rd.Stop = true
+	}
+	return g.rd
+}
+
+// Advance writes the checkpoint a step found due (docs/architecture.md §3,
+// step 7). The host calls it once the step's Ready is carried out, so
+// neither write delays a reply or a frame.
+func (g *Core) Advance() Ready {
+	g.begin()
+	g.checkpoint()
+	return g.rd
+}
+
+// Stopped is the end of the activation, however it came (the host stops
+// it after a Ready with Stop, or for its own reasons).
+func (g *Core) Stopped() {
+	if g.deps.Metrics != nil && g.state == stateRunning {
+		g.deps.Metrics.ActiveGrains.Add(-1)
+	}
+}
+
+// send queues msg for the seat at pid.
+func (g *Core) send(pid *actor.PID, msg any) {
+	g.rd.Sends = append(g.rd.Sends, Send{To: pid, Msg: msg})
+}
+
+func (g *Core) now() int64 { return g.deps.Now().UnixMilli() }
+
+// storeCtx bounds one store call by StoreTimeout.
+func (g *Core) storeCtx() context.Context { return g.deps.storeDeadline.Context() }
+
+// activate claims the match (fencing every older activation) and rebuilds
+// its state from snapshot + log tail.
+func (g *Core) activate(id string) {
+	g.id = id
+	g.log = g.deps.Logger.With("match", id)
+	g.journal = intentJournal{}
+	g.rejected = map[journalKey]protocol.ServerIntentResult{}
+	if g.deps.MayActivate != nil {
+		if err := g.deps.MayActivate(); err != nil {
+			g.log.Warn("activation refused", "reason", err)
+			g.halt(HaltActivationRefused)
+			return
+		}
+	}
+	if g.deps.Owns != nil && !g.deps.Owns(id) {
+		// A caller routed by a view older than this member's; it retries
+		// and finds the owner once its view catches up.
+		g.log.Info("activation refused: another member owns the match in this member's view")
+		g.halt(HaltNotOwner)
+		return
+	}
+	started := time.Now()
+	sctx := g.storeCtx()
+	rec, err := g.deps.Store.Claim(sctx, id, g.deps.Owner())
+	if errors.Is(err, persistence.ErrMatchNotFound) {
+		g.state = stateNotFound
+		g.rd.IdleStop = true
+		return
+	}
+	if err != nil {
+		g.log.Error("claim failed", "err", err)
+		g.halt(HaltClaimFailed)
+		return
+	}
+	if err := g.recover(rec); errors.Is(err, ErrVersionMismatch) {
+		// Nothing was written; the claim only bumped the epoch. The match
+		// waits for a member that runs its rules (a rolling upgrade moves it
+		// there), and answers every request with the reason meanwhile.
+		g.log.Error("activation refused", "epoch", rec.Epoch, "reason", err)
+		g.state, g.refusal = stateRefused, err.Error()
+		g.rd.IdleStop = true
+		return
+	} else if err != nil {
+		g.log.Error("recovery failed", "epoch", rec.Epoch, "err", err)
+		g.halt(HaltRecoveryFailed)
+		return
+	}
+	g.state = stateRunning
+	if g.deps.Metrics != nil {
+		g.deps.Metrics.ActiveGrains.Add(1)
+		if g.epoch > 1 && !g.engine.IsFinished() {
+			g.deps.Metrics.addTakeover(Takeover{MatchID: id, Epoch: g.epoch, At: time.Now(), LogSeq: g.logSeq,
+				RecoveryMs: time.Since(started).Milliseconds()})
+		}
+	}
+	now := g.now()
+	// Connections do not survive an activation change: a seat the log
+	// thinks present is absent from now until its edge re-attaches.
+	for s := range 2 {
+		if g.absent.Since[s] == 0 && !g.isBot(s) {
+			g.absent.Since[s] = now
+		}
+	}
+	g.log.Info("match activated", "epoch", g.epoch, "log_seq", g.logSeq, "event_seq", g.engine.LastSeq(),
+		"finished", g.engine.IsFinished())
+	if g.engine.IsFinished() {
+		// A match whose last entry ended it but whose finished mark never
+		// landed (its activation died in between, or the mark failed) is
+		// still listed as unfinished, and the reclaimer would wake it
+		// again and again: mark it now.
+		g.checkpointDue = !rec.Finished
+		g.rd.IdleStop = true
+	}
+	if mutate.Planted == mutate.DropReactivationTimer {
+		return
+	}
+	g.onTick() // overdue deadlines fire at once
+}
+
+func (g *Core) recover(rec persistence.Recovery) error {
+	g.epoch = rec.Epoch
+	if err := decodeInternal(rec.Meta, &g.meta); err != nil {
+		return fmt.Errorf("match meta: %w", err)
+	}
+	if want := RulesVersion(g.deps.Rules); g.meta.Version != "" && want != "" && g.meta.Version != want {
+		return fmt.Errorf("%w: the match is pinned to %s, this member runs %s", ErrVersionMismatch, g.meta.Version, want)
+	}
+	if rec.Snapshot != nil {
+		var ss grainSnapshot
+		if err := decodeInternal(rec.Snapshot.Data, &ss); err != nil {
+			return fmt.Errorf("snapshot: %w", err)
+		}
+		journal, err := ss.journal()
+		if err != nil {
+			return fmt.Errorf("snapshot at log seq %d: %w", rec.Snapshot.Seq, err)
+		}
+		eng, err := g.deps.Rules.Restore(ss.Engine)
+		if err != nil {
+			return fmt.Errorf("restore engine at log seq %d: %w", rec.Snapshot.Seq, err)
+		}
+		g.engine, g.clock, g.absent, g.logSeq, g.journal = eng, ss.Clock, ss.Absent, rec.Snapshot.Seq, journal
+		g.recent.reset(eng.LastSeq() + 1)
+		if !eng.IsFinished() {
+			// A finished match answers every hello with a snapshot
+			// (docs/protocol.md §9.8); its log may be pruned anyway.
+			g.rebuildJournal(rec.Snapshot.Seq, eng.LastSeq())
+		}
+	} else {
+		eng, evs, err := g.deps.Rules.New(g.meta.Seed, g.meta.Decks)
+		if err != nil {
+			return fmt.Errorf("set up match: %w", err)
+		}
+		g.engine = eng
+		g.recent.reset(1)
+		g.keepEvents(evs)
+		g.clock = newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.deps.Timing)
+		g.absent = absence{Since: [2]int64{g.meta.CreatedAt, g.meta.CreatedAt}}
+		for s := range 2 {
+			if g.isBot(s) {
+				g.absent.Since[s] = 0 // a bot is never away
+			}
+		}
+	}
+	for _, le := range rec.Tail {
+		var e logEntry
+		if err := decodeInternal(le.Payload, &e); err != nil {
+			return fmt.Errorf("log entry %d: %w", le.Seq, err)
+		}
+		if le.Seq != g.logSeq+1 {
+			return fmt.Errorf("log gap: entry %d after %d", le.Seq, g.logSeq)
+		}
+		evs, err := g.apply(e)
+		if err != nil {
+			return fmt.Errorf("replay log entry %d: %w", le.Seq, err)
+		}
+		g.keepEvents(evs)
+		g.logSeq = le.Seq
+	}
+	return nil
+}
+
+// keepEvents adds a batch to the in-memory event journal and trims it to
+// Timing.ResumeWindow. A finished match keeps none: it answers every hello
+// with a snapshot (docs/protocol.md §9.8) and a resync from before its end
+// with one too. An event that cannot be encoded (a bug) empties the
+// journal: resumes from before it then replay the log or get a snapshot.
+func (g *Core) keepEvents(evs []protocol.EventEnvelope) {
+	if g.everyEvent != nil {
+		*g.everyEvent = append(*g.everyEvent, evs...)
+	}
+	if err := g.recent.add(evs); err != nil {
+		g.log.Error("keep events for resumes", "err", err)
+		g.recent.reset(g.engine.LastSeq() + 1)
+	}
+	if g.engine.IsFinished() {
+		g.recent.trim(0)
+		return
+	}
+	g.recent.trim(g.deps.Timing.ResumeWindow)
+}
+
+// eventsFrom returns the events from fromSeq to the last seq: from the
+// journal, or else (a resuming hello from before the journal) rebuilt by
+// replaying the durable log on a scratch activation. ok is false when they
+// cannot be had: the caller sends a snapshot instead.
+func (g *Core) eventsFrom(fromSeq int64) (evs []protocol.EventEnvelope, ok bool) {
+	evs, err := g.recent.since(fromSeq)
+	if err == nil {
+		return evs, true
+	}
+	if !errors.Is(err, errNotJournaled) {
+		g.log.Error("read events kept for resumes", "from_seq", fromSeq, "err", err)
+	}
+	all, err := g.replayLog(g.logSeq, g.engine.LastSeq())
+	if err != nil {
+		g.log.Warn("resume events not rebuilt from the log: snapshot instead", "from_seq", fromSeq, "err", err)
+		return nil, false
+	}
+	if g.deps.Metrics != nil {
+		g.deps.Metrics.JournalRebuilds.Add(1)
+	}
+	return all[fromSeq-1:], true
+}
+
+// apply runs one log entry against the engine and the clocks. It is the only
+// place state changes, live and on replay alike.
+func (g *Core) apply(e logEntry) ([]protocol.EventEnvelope, error) {
+	switch e.Kind {
+	case entryIntent:
+		f, err := protocol.DecodeClientFrame(e.Frame)
+		if err != nil {
+			return nil, fmt.Errorf("decode intent %q: %w", e.IntentID, err)
+		}
+		ci, ok := f.(*protocol.ClientIntent)
+		if !ok || ci.Intent == nil {
+			return nil, fmt.Errorf("log entry holds %T, not an intent", f)
+		}
+		evs, err := g.applyIntent(e, ci.Intent)
+		if err != nil {
+			return nil, fmt.Errorf("engine rejected logged intent %q: %w", e.IntentID, err)
+		}
+		return evs, nil
+	case entryFinish:
+		evs := g.engine.Finish(e.Loser, protocol.FinishReason(e.Reason))
+		g.afterChange(e.At)
+		return evs, nil
+	case entryPresence:
+		if e.Seat < 0 || e.Seat > 1 {
+			return nil, fmt.Errorf("presence for seat %d", e.Seat)
+		}
+		if e.Present {
+			g.absent.Since[e.Seat] = 0
+		} else {
+			g.absent.Since[e.Seat] = e.At
+		}
+		return nil, nil
+	}
+	return nil, fmt.Errorf("unknown log entry kind %d", e.Kind)
+}
+
+// applyIntent runs an intent (Concede is the server's: it finishes the
+// match); an error is the engine's rejection and changed nothing.
+func (g *Core) applyIntent(e logEntry, in protocol.Intent) ([]protocol.EventEnvelope, error) {
+	var evs []protocol.EventEnvelope
+	if _, concede := in.(protocol.Concede); concede {
+		evs = g.engine.Finish(e.Seat, protocol.FinishConceded)
+	} else {
+		var err error
+		if evs, err = g.engine.Execute(e.Seat, in); err != nil {
+			return nil, err
+		}
+	}
+	g.journal.add(e.Seat, e.IntentID, g.engine.LastSeq())
+	g.afterChange(e.At)
+	return evs, nil
+}
+
+func (g *Core) afterChange(at int64) {
+	if g.engine.IsFinished() {
+		g.clock.stop(at, g.deps.Timing)
+		return
+	}
+	g.clock.restart(g.engine.Decider(), at, g.deps.Timing)
+}
+
+// commit applies a server-side entry (finish, presence) and makes it durable.
+func (g *Core) commit(e logEntry) ([]protocol.EventEnvelope, bool) {
+	evs, err := g.apply(e)
+	if err != nil {
+		g.log.Error("apply server command", "kind", int(e.Kind), "err", err)
+		g.halt(HaltApplyFailed)
+		return nil, false
+	}
+	return evs, g.persist(e, evs)
+}
+
+// persist appends an entry that is already applied in memory. Nothing is
+// sent to any seat before it returns true. On a store failure the activation
+// cannot know whether the write landed, and its memory is ahead of what it
+// can prove durable, so it halts and a fresh activation rebuilds from the log.
+func (g *Core) persist(e logEntry, evs []protocol.EventEnvelope) bool {
+	payload, err := encodeLogEntry(e)
+	if err != nil {
+		g.log.Error("encode log entry", "err", err)
+		g.halt(HaltEncodeFailed)
+		return false
+	}
+	sctx := g.storeCtx()
+	start := time.Now()
+	err = g.deps.Store.Append(sctx, g.id, g.epoch, []persistence.LogEntry{{Seq: g.logSeq + 1, Payload: payload}})
+	if g.deps.Metrics != nil {
+		g.deps.Metrics.observeAppend(time.Since(start), err)
+	}
+	g.deps.Metrics.observeFenced(err)
+	if err != nil {
+		if errors.Is(err, persistence.ErrFenced) {
+			g.log.Warn("fenced: a newer activation owns this match", "epoch", g.epoch)
+		} else {
+			g.log.Error("append failed", "log_seq", g.logSeq+1, "err", err)
+		}
+		g.halt(appendHaltReason(err))
+		return false
+	}
+	g.logSeq++
+	g.keepEvents(evs)
+	g.sinceSS++
+	if g.sinceSS >= g.deps.Timing.SnapshotEvery || g.engine.IsFinished() {
+		g.checkpointDue = true
+	}
+	return true
+}
+
+// checkpoint writes the snapshot and the finished mark that persist found
+// due. Receive calls it once the message is fully handled, so the result,
+// the events and the reply are already on their way: neither write is part
+// of any acknowledgement (the appended entry is what makes an intent
+// durable; a snapshot only shortens the next recovery, and an unmarked
+// finished match is reclaimed, replayed and marked by its next activation),
+// so a player should not wait for them. Every 32nd intent used to pay a
+// second round trip to PostgreSQL, and the match's last one two more, before
+// its result left.
+func (g *Core) checkpoint() {
+	if !g.checkpointDue || g.state != stateRunning {
+		return
+	}
+	g.checkpointDue = false
+	g.snapshot()
+	if g.state != stateRunning || !g.engine.IsFinished() {
+		return
+	}
+	sctx := g.storeCtx()
+	err := g.deps.Store.MarkFinished(sctx, g.id, g.epoch)
+	g.deps.Metrics.observeFenced(err)
+	if err != nil && !errors.Is(err, persistence.ErrFenced) {
+		g.log.Warn("mark finished", "err", err)
+	}
+	g.rd.IdleStop = true
+}
+
+func (g *Core) snapshot() {
+	state, err := g.engine.MarshalState()
+	if err != nil {
+		g.log.Error("marshal engine state", "err", err)
+		return
+	}
+	ss := newSnapshot(state, g.clock, g.absent, g.journal)
+	data, err := encodeInternal(ss)
+	if err != nil {
+		g.log.Error("encode snapshot", "err", err)
+		return
+	}
+	sctx := g.storeCtx()
+	if err := g.deps.Store.SaveSnapshot(sctx, g.id, g.epoch, persistence.Snapshot{Seq: g.logSeq, Data: data}); err != nil {
+		g.deps.Metrics.observeFenced(err)
+		if errors.Is(err, persistence.ErrFenced) {
+			g.halt(HaltFenced)
+			return
+		}
+		// A missing snapshot only lengthens the next recovery.
+		g.log.Warn("save snapshot", "log_seq", g.logSeq, "err", err)
+		return
+	}
+	g.sinceSS = 0
+}
+
+// halt stops this activation for good: it drops its state and never serves
+// again. Requests already in its mailbox are answered Unavailable before it
+// stops (a poison pill, not a stop, which would drop them unanswered and
+// leave each caller waiting for its timeout), so their callers retry on the
+// activation that owns the match now; seats re-attach there.
+func (g *Core) halt(reason HaltReason) {
+	if g.state == stateRunning && g.deps.Metrics != nil {
+		g.deps.Metrics.ActiveGrains.Add(-1)
+	}
+	g.deps.Metrics.observeHalt(reason)
+	if g.log != nil {
+		g.log.Info("activation halted", "halt_reason", reason.String(), "epoch", g.epoch, "log_seq", g.logSeq)
+	}
+	g.state = stateStopped
+	for s, a := range g.seats {
+		if a != nil {
+			// No SeatDetached: the edge seat's keep-alive finds the new
+			// activation and re-attaches without the client noticing.
+			g.seats[s] = nil
+		}
+	}
+	g.engine = nil
+	g.recent = eventJournal{}
+	g.rd.Stop, g.rd.Halt, g.rd.Tick = true, reason, false
+}
+
+// respond queues the reply to the request being handled (dropped by the
+// host when the request has no sender).
+func (g *Core) respond(r *Reply) {
+	if g.engine != nil {
+		r.LastSeq = g.engine.LastSeq()
+	}
+	r.Epoch = g.epoch
+	g.rd.Sends = append(g.rd.Sends, Send{Msg: r})
+}
+
+func (g *Core) onMessage(msg any) {
+	switch g.state {
+	case stateNotFound:
+		if _, ok := msg.(*Reply); !ok {
+			g.respond(&Reply{Code: ReplyNotFound, Message: "match not found"})
+		}
+		return
+	case stateStopped, stateLoading:
+		g.respond(&Reply{Code: ReplyUnavailable, Message: "match is moving"})
+		return
+	case stateRefused:
+		g.respond(&Reply{Code: ReplyUnavailable, Message: g.refusal})
+		return
+	}
+	if e := seenEpoch(msg); e > g.epoch {
+		// A seat has had frames from a newer activation: one claimed the
+		// match after this one, so this one's next write would be fenced,
+		// and what it answers meanwhile comes from an old state (the seat
+		// would even drop it, by its epoch).
+		g.log.Info("superseded: a seat has seen a newer activation", "epoch", g.epoch, "seen_epoch", e)
+		g.halt(HaltSuperseded)
+		g.respond(&Reply{Code: ReplyUnavailable, Message: "match is moving"})
+		return
+	}
+	switch v := msg.(type) {
+	case *Wake:
+		g.respond(&Reply{Code: ReplyOK})
+	case *Inspect:
+		g.respond(&Reply{Code: ReplyOK, Status: g.status()})
+	case *AttachSeat:
+		g.onAttach(v)
+	case *SubmitIntent:
+		g.onIntent(v)
+	case *ResyncSeat:
+		g.onResync(v)
+	case *DetachSeat:
+		g.onDetach(v)
+	case *SeatPing:
+		g.onSeatPing(v)
+	case *envelope.Unknown:
+		g.log.Warn("ignoring unknown message type", "type", v.Type)
+		g.respond(&Reply{Code: ReplyBadRequest, Message: "unknown message"})
+	default:
+		g.log.Warn("ignoring unexpected message", "type", fmt.Sprintf("%T", v))
+		g.respond(&Reply{Code: ReplyBadRequest, Message: "unexpected message"})
+	}
+}
+
+// seenEpoch is the newest activation epoch the sender of m has seen (0 if
+// m carries none).
+func seenEpoch(m any) int64 {
+	switch v := m.(type) {
+	case *AttachSeat:
+		return v.SeenEpoch
+	case *SubmitIntent:
+		return v.SeenEpoch
+	case *ResyncSeat:
+		return v.SeenEpoch
+	case *SeatPing:
+		return v.SeenEpoch
+	}
+	return 0
+}
+
+// attached returns the attachment of seat if sessionID holds it.
+func (g *Core) attached(seat int, sessionID string) *attachment {
+	if seat < 0 || seat > 1 {
+		return nil
+	}
+	a := g.seats[seat]
+	if a == nil || a.sessionID != sessionID {
+		return nil
+	}
+	a.lastSeen = g.now()
+	return a
+}
+
+// rebuildJournal rebuilds the event journal up to the snapshot point from
+// the durable log (the store keeps the entries a snapshot covers), so a
+// client behind the snapshot resumes from events after a failover, not from
+// a snapshot (docs/protocol.md §13). The events must end at snapEventSeq. A
+// store that cannot read its log back, or a replay that disagrees, leaves the
+// journal starting at the snapshot; a resume from before it then tries the
+// log again (eventsFrom).
+func (g *Core) rebuildJournal(snapLogSeq, snapEventSeq int64) {
+	evs, err := g.replayLog(snapLogSeq, snapEventSeq)
+	if err != nil {
+		g.log.Warn("event journal not rebuilt", "log_seq", snapLogSeq, "err", err)
+		return
+	}
+	// Only the latest window is kept; the tail replayed next adds to it.
+	g.recent.reset(max(1, snapEventSeq+1-int64(g.deps.Timing.ResumeWindow)))
+	g.keepEvents(evs[g.recent.first()-1:])
+}
+
+// replayLog replays log entries 1..toLogSeq on a scratch activation and
+// returns every event from seq 1; they must end at wantEventSeq.
+func (g *Core) replayLog(toLogSeq, wantEventSeq int64) ([]protocol.EventEnvelope, error) {
+	r, ok := g.deps.Store.(persistence.LogReader)
+	if !ok {
+		return nil, errors.New("the store cannot read its log back")
+	}
+	sctx := g.storeCtx()
+	head, err := r.ReadLog(sctx, g.id, 1, toLogSeq)
+	if err != nil {
+		return nil, fmt.Errorf("read log to %d: %w", toLogSeq, err)
+	}
+	eng, evs, err := g.deps.Rules.New(g.meta.Seed, g.meta.Decks)
+	if err != nil {
+		return nil, fmt.Errorf("set up match: %w", err)
+	}
+	scratch := &Core{deps: g.deps, id: g.id, log: g.log, meta: g.meta, engine: eng,
+		journal: intentJournal{},
+		clock:   newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.deps.Timing)}
+	for i, le := range head {
+		if le.Seq != int64(i)+1 {
+			return nil, fmt.Errorf("log gap: entry %d, want %d", le.Seq, i+1)
+		}
+		var e logEntry
+		if err := decodeInternal(le.Payload, &e); err != nil {
+			return nil, fmt.Errorf("log entry %d: %w", le.Seq, err)
+		}
+		more, err := scratch.apply(e)
+		if err != nil {
+			return nil, fmt.Errorf("replay log entry %d: %w", le.Seq, err)
+		}
+		evs = append(evs, more...)
+	}
+	if int64(len(head)) != toLogSeq || eng.LastSeq() != wantEventSeq || len(evs) == 0 || evs[0].Seq != 1 || evs[len(evs)-1].Seq != wantEventSeq {
+		return nil, fmt.Errorf("replay disagrees: %d entries to log seq %d, event seq %d, want %d",
+			len(head), toLogSeq, eng.LastSeq(), wantEventSeq)
+	}
+	return evs, nil
+}
