@@ -167,7 +167,7 @@ keeper_pid() {
 	local f="$DIR/xdg/run/pg_autoctl$DIR/$1/pg_autoctl.pid" pid
 	[[ -f "$f" ]] || return 1
 	pid="$(head -n 1 "$f")"
-	[[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null && echo "$pid"
+	[[ "$pid" =~ ^[0-9]+$ ]] && alive_pid "$pid" && echo "$pid"
 }
 
 monitor_uri() {
@@ -276,6 +276,20 @@ kill_node() {
 	[[ -n "$pm" ]] && pids+=("$pm")
 	((${#pids[@]})) || return 0
 	kill -KILL -- "${pids[@]}" 2>/dev/null || true
+	# Return once they are gone (reaped, not zombies): a keeper started
+	# again at once would otherwise find its old pid alive and refuse.
+	local deadline=$((SECONDS + 10)) p
+	for p in "${keeper:-}" "$pm"; do
+		[[ -n "$p" ]] || continue
+		while alive_pid "$p" && ((SECONDS < deadline)); do sleep 0.05; done
+	done
+}
+
+# alive_pid PID: PID runs and is not a zombie.
+alive_pid() {
+	local stat
+	stat="$(ps -o stat= -p "$1" 2>/dev/null)" || return 1
+	[[ -n "$stat" && "$stat" != Z* ]]
 }
 
 use_dir() {

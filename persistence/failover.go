@@ -29,7 +29,9 @@ import (
 //     it waited for the standby) is acknowledged only once it is replicated.
 //
 // Every fencing rule holds: a newer epoch refuses both the retry and the
-// confirmation, which then answer ErrFenced.
+// confirmation, which then answer ErrFenced. Settled appends are counted
+// (UnknownOutcomes) and logged at debug level only: a failover settles one
+// per match in flight, thousands under load.
 
 // confirmAppendSQL touches the match row only if it is still owned by the
 // epoch ($2) and the log holds the entry at seq $3 written by that epoch
@@ -59,13 +61,13 @@ func (s *PostgresStore) resolveAppend(ctx context.Context, matchID string, epoch
 		err := s.appendDirect(ctx, matchID, epoch, first, entries)
 		switch {
 		case err == nil:
-			s.logger.Info("persistence: append with unknown outcome retried and committed",
+			s.logger.Debug("persistence: append with unknown outcome retried and committed",
 				"match", matchID, "seq", first, "attempts", attempt)
 			return nil
 		case errors.Is(err, ErrFenced):
 			tag, cerr := s.pool.Exec(ctx, confirmAppendSQL, matchID, epoch, last.Seq, nonNil(last.Payload))
 			if cerr == nil && tag.RowsAffected() == 1 {
-				s.logger.Info("persistence: append with unknown outcome had committed",
+				s.logger.Debug("persistence: append with unknown outcome had committed",
 					"match", matchID, "seq", first, "attempts", attempt)
 				return nil
 			}

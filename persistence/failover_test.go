@@ -53,15 +53,15 @@ func openNamed(t *testing.T, url, name string, opts ...persistence.PostgresOptio
 	return s
 }
 
-// waitingBackend polls until a session named app waits on waitEvent and
-// returns its pid.
-func waitingBackend(t *testing.T, conn *pgx.Conn, app, waitEvent string) int32 {
+// waitingBackend polls until a session named app other than except waits on
+// waitEvent and returns its pid.
+func waitingBackend(t *testing.T, conn *pgx.Conn, app, waitEvent string, except int32) int32 {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		var pid int32
 		err := conn.QueryRow(testContext(t), `SELECT pid FROM pg_stat_activity
-			WHERE application_name = $1 AND wait_event = $2 LIMIT 1`, app, waitEvent).Scan(&pid)
+			WHERE application_name = $1 AND wait_event = $2 AND pid <> $3 LIMIT 1`, app, waitEvent, except).Scan(&pid)
 		if err == nil {
 			return pid
 		}
@@ -173,7 +173,7 @@ func TestPGAppendSessionCutBeforeCommit(t *testing.T) {
 				go func() {
 					done <- s.Append(testContext(t), "m1", epoch, []persistence.LogEntry{{Seq: 1, Payload: []byte("first")}})
 				}()
-				terminate(t, admin, waitingBackend(t, admin, app, "transactionid"))
+				terminate(t, admin, waitingBackend(t, admin, app, "transactionid", 0))
 				if newClaim {
 					// What a Claim does, in the session that holds the row.
 					if _, err := locker.Exec(testContext(t), "UPDATE "+tbl+" SET epoch = epoch + 1 WHERE match_id = 'm1'"); err != nil {
@@ -242,10 +242,13 @@ func TestPGAppendSessionCutAfterLocalCommit(t *testing.T) {
 			go func() {
 				done <- s.Append(testContext(t), "m1", epoch, []persistence.LogEntry{{Seq: 1, Payload: []byte("first")}})
 			}()
-			terminate(t, admin, waitingBackend(t, admin, app, "SyncRep"))
+			cut := waitingBackend(t, admin, app, "SyncRep", 0)
+			terminate(t, admin, cut)
 			// The retry found the entry and confirms it with a write of its
-			// own, which waits for the standby too.
-			waitingBackend(t, admin, app, "SyncRep")
+			// own, which waits for the standby too (in another session: the
+			// terminated one may linger a moment, its commit invisible until
+			// it is gone).
+			waitingBackend(t, admin, app, "SyncRep", cut)
 			select {
 			case err := <-done:
 				t.Fatalf("Append answered %v before any standby confirmed", err)
