@@ -476,6 +476,57 @@ func TestGrainStaleAttachDoesNotReplaceNewer(t *testing.T) {
 	}
 }
 
+// TestGrainNewerSeatReattachesOverStaleAttach: the stale attach of
+// TestGrainStaleAttachDoesNotReplaceNewer may also reach a new activation
+// of the match before the live connection's seat re-attaches there (its
+// seats start empty). The live seat's re-attach, whose ticket is newer,
+// must then take the seat back instead of being refused as replaced. Found
+// by the nemesis soak after the first fix (11 matches of 5,079 still
+// stopped on 4409).
+func TestGrainNewerSeatReattachesOverStaleAttach(t *testing.T) {
+	tn := startTestNode(t, fastTiming())
+	id := tn.create(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	issued := time.Now()
+	kNew := newFrameSink()
+	sNew, err := tn.gw.OpenSeat(ctx, SeatRequest{MatchID: id, Seat: 0, TicketID: "newer", TicketExpires: issued.Add(2 * time.Minute)}, kNew)
+	if err != nil {
+		t.Fatalf("open the newer connection: %v", err)
+	}
+	defer sNew.Close(false)
+	expectFrame[*protocol.ServerHello](t, kNew)
+
+	// The match moves (another member claims it), and the stale attach,
+	// which has seen the new epoch, stops the old activation and lands on
+	// a new one before the live seat re-attaches.
+	rec, err := tn.store.Inner().Claim(ctx, id, "elsewhere")
+	if err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	kStale := newFrameSink()
+	stale := &Seat{gw: tn.gw, matchID: id, seat: 0, sink: kStale, initial: make(chan struct{})}
+	if err := stale.register(tn.gw.cfg.System, "seat-"+id+"-stale"); err != nil {
+		t.Fatal(err)
+	}
+	defer stale.Close(false)
+	if _, err := tn.gw.call(ctx, id, &AttachSeat{Seat: 0, TicketID: "stale", TicketExpiresMs: issued.Add(time.Minute).UnixMilli(),
+		SessionAddr: stale.pid.Address, SessionID: stale.pid.Id, SeenEpoch: rec.Epoch}); err != nil {
+		t.Fatalf("stale attach on the new activation: %v", err)
+	}
+	if err := sNew.reattach(ctx); err != nil {
+		t.Fatalf("the newer connection's re-attach after a stale attach: %v, want it to take the seat back", err)
+	}
+	select {
+	case r := <-kStale.detached:
+		if r != DetachReplaced {
+			t.Fatalf("stale seat detach reason %d, want replaced", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stale attachment was not replaced")
+	}
+}
+
 // TestGrainResultsDoNotWaitForCheckpoints: the snapshot that falls due on an
 // intent and the finished mark of a match's last one are written after the
 // result is sent, not before. Both are held in the store (with a store

@@ -49,9 +49,11 @@ func (g *Core) onAttach(m *AttachSeat) {
 			return
 		}
 	}
-	if cur := g.seats[m.Seat]; m.Reattach && cur != nil && cur.sessionID != m.SessionID {
-		// A re-attach never overrides a live attachment: the live one came
-		// with a fresh ticket, so it is the newer connection.
+	if cur := g.seats[m.Seat]; m.Reattach && cur != nil && cur.sessionID != m.SessionID && m.TicketExpiresMs <= cur.ticketExpiresMs {
+		// A re-attach never overrides a live attachment that came with a
+		// ticket at least as new: that is the newer connection. One with
+		// an older ticket is a stale attach that reached this activation
+		// before the live seat re-attached; the re-attach takes it back.
 		g.respond(&Reply{Code: ReplyReplaced, Message: "seat taken by another connection"})
 		return
 	}

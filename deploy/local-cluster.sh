@@ -7,7 +7,10 @@
 #   deploy/local-cluster.sh start N [-- MATCHD-FLAGS...]
 #       builds matchd, starts PostgreSQL and N members (the first is the
 #       gossip seed of the others), waits until every member is ready, and
-#       prints each member's addresses, the admin token and the database URL.
+#       prints each member's addresses, the file holding the admin token
+#       and the database URL. Secrets reach the members through their
+#       environment (MATCHD_ADMIN_TOKEN, MATCHD_TICKET_KEY), never their
+#       command line, and are never printed.
 #       MATCHD-FLAGS are passed to every member; MATCHD_* environment
 #       variables reach them too (matchd reads one per flag).
 #   deploy/local-cluster.sh status
@@ -18,7 +21,7 @@
 #
 # Output lines are stable, for scripts and tests:
 #   member <i> pid=<pid> http=<ip:port> tcp=<ip:port> gossip=<ip:port> remote=<ip:port> id=<member id>
-#   admin-token <token>
+#   admin-token-file <path of a 0600 file holding the token>
 #   database-url <url>
 #   dir <cluster directory>
 #
@@ -88,7 +91,7 @@ print_cluster() {
 		fi
 		printf '\n'
 	done
-	printf 'admin-token %s\n' "$(cat "$DIR/admin-token")"
+	printf 'admin-token-file %s\n' "$DIR/admin-token"
 	printf 'database-url %s\n' "$(cat "$DIR/database-url")"
 	printf 'dir %s\n' "$DIR"
 }
@@ -124,11 +127,11 @@ start() {
 	chmod 600 "$DIR/admin-token" "$DIR/ticket-key"
 	for ((i = 1; i <= n; i++)); do
 		local args=(--node-name "member-$i" --database-url "$DATABASE_URL"
-			--listen 127.0.0.1:0 --tcp-listen 127.0.0.1:0 --gossip-addr 127.0.0.1:0 --remote-addr 127.0.0.1:0
-			--admin-token "$(cat "$DIR/admin-token")" --ticket-key "$(cat "$DIR/ticket-key")")
+			--listen 127.0.0.1:0 --tcp-listen 127.0.0.1:0 --gossip-addr 127.0.0.1:0 --remote-addr 127.0.0.1:0)
 		[[ -n "$seed" ]] && args+=(--join "$seed")
 		# setsid: the member outlives this script and ignores the terminal's ^C.
-		setsid "$bin" "${args[@]}" "$@" >"$DIR/member-$i.log" 2>&1 </dev/null &
+		MATCHD_ADMIN_TOKEN="$(cat "$DIR/admin-token")" MATCHD_TICKET_KEY="$(cat "$DIR/ticket-key")" \
+			setsid "$bin" "${args[@]}" "$@" >"$DIR/member-$i.log" 2>&1 </dev/null &
 		pid=$!
 		printf '%s\n' "$pid" >"$DIR/member-$i.pid"
 		wait_ready "$i" "$pid"

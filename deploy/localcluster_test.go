@@ -68,12 +68,30 @@ func TestLocalCluster(t *testing.T) {
 		if m := memberLine.FindStringSubmatch(line); m != nil {
 			https, pids = append(https, m[3]), append(pids, m[2])
 		}
-		if v, ok := strings.CutPrefix(line, "admin-token "); ok {
-			token = v
+		if path, ok := strings.CutPrefix(line, "admin-token-file "); ok {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("read the printed admin token file: %v", err)
+			}
+			token = strings.TrimSpace(string(b))
 		}
 	}
 	if len(https) != 2 || token == "" {
-		t.Fatalf("start printed %d members and token %q:\n%s", len(https), token, out)
+		t.Fatalf("start printed %d members and no readable token file:\n%s", len(https), out)
+	}
+	// The secrets reach the members through their environment: neither the
+	// output nor a member's command line may hold them.
+	if strings.Contains(out, token) {
+		t.Errorf("start printed the admin token:\n%s", out)
+	}
+	for _, pid := range pids {
+		cmdline, err := os.ReadFile("/proc/" + pid + "/cmdline")
+		if err != nil {
+			t.Fatalf("read member %s's command line: %v", pid, err)
+		}
+		if strings.Contains(string(cmdline), token) {
+			t.Errorf("member %s has the admin token on its command line", pid)
+		}
 	}
 	status := run("status")
 	if strings.Count(status, "state=running healthz=200") != 2 {

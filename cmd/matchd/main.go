@@ -344,6 +344,10 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	}
 
 	var node *cluster.Node
+	// started publishes node to the grains' callbacks: a peer may route an
+	// activation here while cluster.Start is still running, before the
+	// assignment of node is visible to other goroutines.
+	var started atomic.Pointer[cluster.Node]
 	var kinds []*pcluster.Kind
 	// draining refuses new activations once the drain began or peers
 	// evicted this member: its matches belong elsewhere from then on.
@@ -362,9 +366,12 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		kind, err := actors.NewMatchKind(actors.GrainDeps{
 			Store: store, Rules: actors.GameRules{}, Timing: o.timing, Logger: log, Metrics: grainMetrics,
 			StoreTimeout: o.storeTimeout,
-			Owner:        func() string { return node.ID() },
+			Owner:        func() string { return started.Load().ID() },
 			MayActivate: func() error {
+				node := started.Load()
 				switch {
+				case node == nil:
+					return errors.New("this member is still starting")
 				case draining.Load():
 					return errors.New("this member is draining")
 				case node.Unsettled():
@@ -372,7 +379,10 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 				}
 				return node.Admitted()
 			},
-			Owns: func(id string) bool { return node.OwnerAddress(id, actors.MatchKind) == node.Self() },
+			Owns: func(id string) bool {
+				node := started.Load()
+				return node != nil && node.OwnerAddress(id, actors.MatchKind) == node.Self()
+			},
 		})
 		if err != nil {
 			return err
@@ -388,6 +398,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("start cluster member: %w", err)
 	}
+	started.Store(node)
 	gw, err := actors.NewGateway(actors.GatewayConfig{
 		System: node.System(), Cluster: node, Store: store, Rules: actors.GameRules{}, Timing: o.timing,
 		Forget: func(id string) { node.ForgetPID(id, actors.MatchKind) }, Logger: log,

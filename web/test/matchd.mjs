@@ -1,11 +1,10 @@
 // A real matchd for the browser tests: built from this repository with the
 // Go toolchain ($GO, default go), started on loopback with the embedded
-// store and the public play endpoints, killed at the end. And a TCP proxy in
-// front of it whose connections a test can cut, as a network failure would.
+// store and the public play endpoints, killed at the end (or killed as a
+// crash would and started again on the same data directory and port).
 import { execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import net from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
@@ -97,38 +96,5 @@ export async function startMatchd(extra = [], opts = {}) {
       await kill();
       rmSync(dataDir, { recursive: true, force: true });
     },
-  };
-}
-
-/** startProxy forwards a loopback port to target ("host:port"); cut() destroys every open connection. */
-export async function startProxy(target) {
-  const [host, port] = [target.slice(0, target.lastIndexOf(":")), Number(target.slice(target.lastIndexOf(":") + 1))];
-  const conns = new Set();
-  const server = net.createServer((c) => {
-    const up = net.connect(port, host);
-    conns.add(c);
-    conns.add(up);
-    const drop = () => {
-      conns.delete(c);
-      conns.delete(up);
-      c.destroy();
-      up.destroy();
-    };
-    c.on("error", drop).on("close", drop);
-    up.on("error", drop).on("close", drop);
-    c.pipe(up);
-    up.pipe(c);
-  });
-  await new Promise((r) => server.listen(0, "127.0.0.1", r));
-  return {
-    addr: `127.0.0.1:${server.address().port}`,
-    /** cut resets every connection through the proxy, returning how many there were. */
-    cut() {
-      const n = conns.size;
-      for (const s of [...conns]) s.resetAndDestroy ? s.resetAndDestroy() : s.destroy();
-      conns.clear();
-      return n;
-    },
-    close: () => new Promise((r) => { for (const s of conns) s.destroy(); server.close(r); }),
   };
 }

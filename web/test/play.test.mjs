@@ -2,8 +2,8 @@
 // $CHROMIUM) against a real matchd, at a desktop (1280×900) and a phone
 // (390×844) size: a whole match against the bot played only by tapping cards,
 // circles and the action bar; a second tab taking the seat; a link the server
-// refuses; a cut connection; and a server killed and restarted mid-match,
-// after which the player continues from the same link. Any uncaught page
+// refuses; and a server killed and restarted mid-match, after which the
+// player continues from the same link (the connection lost and found again). Any uncaught page
 // error fails the test; at the phone size the page must never be wider than
 // the screen, and the decision status and actions must be in view.
 // Screenshots go to web/test/artifacts/ (not committed).
@@ -13,16 +13,19 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { chromium } from "playwright-core";
 
-import { repoRoot, startMatchd, startProxy } from "./matchd.mjs";
+import { repoRoot, startMatchd } from "./matchd.mjs";
 
 const artifacts = join(repoRoot, "web", "test", "artifacts");
 const SIZES = { desktop: { width: 1280, height: 900 }, phone: { width: 390, height: 844 } };
 let matchd;
 let browser;
+/** cards is /cards.json, so the test player can prefer strong cards. */
+let cards = {};
 
 before(async () => {
   mkdirSync(artifacts, { recursive: true });
-  matchd = await startMatchd(["--bot-think", "30ms"]);
+  matchd = await startMatchd(["--bot-think", "5ms"]);
+  cards = await (await fetch(`http://${matchd.http}/cards.json`)).json();
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
     headless: true,
@@ -156,6 +159,9 @@ function choose(s, memo) {
   }
   const attacks = of("Attack").filter((i) => i.body.targetSlot === -1);
   const guard = of("Guard").find((i) => i.body.discardPrintingId == null);
+  // The strongest ride and calls end the match sooner (the test's time).
+  const strength = (i) => (cards[i.body.printingId]?.grade ?? 0) * 100_000 + (cards[i.body.printingId]?.power ?? 0);
+  const strongest = (is) => is.sort((x, y) => strength(y) - strength(x))[0];
   const calls = of("Call").filter((i) => !s.occupied[i.body.slot] && [1, 3, 4].includes(i.body.slot));
   return (
     of("FinishMulligan")[0] ??
@@ -163,8 +169,8 @@ function choose(s, memo) {
     of("SelectTrigger")[0] ??
     of("ResolveAbility").find((i) => i.body.accept) ??
     of("Choose")[0] ??
-    of("Ride")[0] ??
-    calls[0] ??
+    strongest(of("Ride")) ??
+    strongest(calls) ??
     attacks.find((i) => i.body.boosterSlot != null) ??
     attacks[0] ??
     (!memo.guarded && guard ? ((memo.guarded = true), guard) : undefined) ??
@@ -394,29 +400,9 @@ test("a second tab takes the seat; the first says so and can take it back; a ref
   await p.ctx.close();
 });
 
-test("the page reconnects by itself after its connection is cut mid-decision", { timeout: 90_000 }, async () => {
-  const proxy = await startProxy(matchd.http);
-  const p = await open("desktop");
-  const { page } = p;
-  try {
-    await newBotMatch(page, proxy.addr, "Reconnector");
-    const memo = {};
-    await playMoves(page, memo, 3);
-    const before = await waitFor(page, "our decision", (s) => s.decision === "mine");
-    assert.ok(proxy.cut() > 0, "no connection to cut");
-    const back = await waitFor(page, "reconnected", (s) => s.reconnects >= 1 && s.conn === "open", 30_000);
-    assert.ok(back.eventSeq >= before.eventSeq, `state went back: ${back.eventSeq} < ${before.eventSeq}`);
-    await playMoves(page, memo, 3); // after the reconnect
-    assert.deepEqual(p.errors, []);
-  } finally {
-    await p.ctx.close();
-    await proxy.close();
-  }
-});
-
 test("a server restart mid-match: the player is told, then continues from the same link", { timeout: 120_000 }, async () => {
   // A node as the demo runs it: no keys given, so it keeps its own.
-  let node = await startMatchd(["--bot-think", "30ms"], { keys: false });
+  let node = await startMatchd(["--bot-think", "5ms"], { keys: false });
   const p = await open("phone");
   const { page } = p;
   try {
@@ -431,7 +417,7 @@ test("a server restart mid-match: the player is told, then continues from the sa
     assert.ok(await page.$$eval("#actions button", (bs) => bs.every((x) => x.disabled)), "actions enabled while the server is gone");
     await page.screenshot({ path: join(artifacts, "phone-restart-lost.png") });
 
-    node = await startMatchd(["--bot-think", "30ms"], { keys: false, dataDir: node.dataDir, listen: node.http });
+    node = await startMatchd(["--bot-think", "5ms"], { keys: false, dataDir: node.dataDir, listen: node.http });
     const back = await waitFor(page, "back after the restart", (s) => s.conn === "open" && s.overlay === "" && s.decision === "mine", 60_000);
     assert.equal(back.ended, "");
     assert.ok(back.eventSeq >= before.eventSeq, `state went back: ${back.eventSeq} < ${before.eventSeq}`);
@@ -495,15 +481,14 @@ test("a friend match: the link with Copy, waiting for the friend, the attacker n
     // Tap a card: its text is shown.
     await b.click("#my-hand [data-card]");
     assert.match(await b.textContent("#info"), /Power \d+ · shield/);
-    // Concede is apart and asks first; "Keep playing" changes nothing. The
-    // guest may have played before (its count restarts only if it reloaded).
-    const sentBefore = (await state(b)).sent;
+    // Concede is apart and asks first; "Keep playing" changes nothing.
+    const before = await state(b);
     await b.click("#concede");
     await waitFor(b, "confirmation", (s) => s.overlay === "confirm");
     await b.screenshot({ path: join(artifacts, "phone-concede.png") });
     await b.click("#ov-keep");
     const kept = await waitFor(b, "kept playing", (s) => s.overlay === "");
-    assert.equal(kept.sent, sentBefore);
+    assert.equal(kept.sent, before.sent, "Keep playing sent an intent");
     await b.click("#concede");
     await b.click("#ov-concede");
     await waitFor(b, "guest's end", (s) => s.overlay === "end");
