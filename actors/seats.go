@@ -49,7 +49,8 @@ func (g *Core) onAttach(m *AttachSeat) {
 			return
 		}
 	}
-	if cur := g.seats[m.Seat]; m.Reattach && cur != nil && cur.sessionID != m.SessionID && m.TicketExpiresMs <= cur.ticketExpiresMs {
+	if cur := g.seats[m.Seat]; m.Reattach && cur != nil && cur.sessionID != m.SessionID &&
+		(m.TicketExpiresMs <= cur.ticketExpiresMs || mutate.Planted == mutate.StaleAttachKeepsSeat) {
 		// A re-attach never overrides a live attachment that came with a
 		// ticket at least as new: that is the newer connection. One with
 		// an older ticket is a stale attach that reached this activation

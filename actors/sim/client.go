@@ -99,10 +99,13 @@ func (p *player) connect() {
 // attach sends the (re-)attach of c and retries it until it is answered.
 func (p *player) attach(c *conn, reattach bool) {
 	w := p.w
-	m := &actors.AttachSeat{Seat: p.seat, ResumeFromSeq: p.lastSeq, Reattach: reattach,
+	// A re-attach carries the connection's ticket expiry too, as the
+	// edge's does (actors.Seat.reattach): the grain orders a re-attach
+	// against a stale attach that reached a new activation first by it.
+	m := &actors.AttachSeat{Seat: p.seat, ResumeFromSeq: p.lastSeq, Reattach: reattach, TicketExpiresMs: c.ticketExpiresMs,
 		SessionAddr: "edge", SessionID: c.id, SeenEpoch: c.epoch}
 	if !reattach {
-		m.TicketID, m.TicketExpiresMs = c.ticket, c.ticketExpiresMs
+		m.TicketID = c.ticket
 	}
 	answered := false
 	p.call(m, func(r *actors.Reply) {

@@ -28,6 +28,11 @@ const (
 	// a snapshot, so a seat whose connection moved just before the end
 	// never gets GameFinished.
 	FinishedAnswersSnapshot
+	// StaleAttachKeepsSeat: a re-attach never takes the seat back, so a
+	// stale attach of an older connection that reached a new activation
+	// first keeps the seat and refuses the player's newest connection.
+	// Too rare for TestMutations's run: regression seed 768619 catches it.
+	StaleAttachKeepsSeat
 )
 
 // Planted is the bug planted now. The mutation test sets it before a run
