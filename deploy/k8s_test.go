@@ -199,7 +199,7 @@ func TestKubernetesManifests(t *testing.T) {
 			env[e.Name] = e.Value
 		}
 	}
-	for _, name := range []string{"MATCHD_GOSSIP_ADDR", "MATCHD_REMOTE_ADDR", "MATCHD_JOIN", "MATCHD_LISTEN", "MATCHD_DATABASE_URL", "MATCHD_ADMIN_TOKEN"} {
+	for _, name := range []string{"MATCHD_GOSSIP_ADDR", "MATCHD_REMOTE_ADDR", "MATCHD_ADVERTISE_REMOTE_ADDR", "MATCHD_JOIN", "MATCHD_LISTEN", "MATCHD_DATABASE_URL", "MATCHD_ADMIN_TOKEN"} {
 		if _, ok := env[name]; !ok {
 			t.Errorf("env %s is not set", name)
 		}
@@ -210,11 +210,17 @@ func TestKubernetesManifests(t *testing.T) {
 	if host, _ := addrPort(t, "MATCHD_GOSSIP_ADDR", env["MATCHD_GOSSIP_ADDR"]); host != "$(POD_IP)" {
 		t.Errorf("MATCHD_GOSSIP_ADDR = %q: peers dial it, so it must be the pod IP", env["MATCHD_GOSSIP_ADDR"])
 	}
-	// The remote host is the pod's DNS name under the headless Service, so
-	// the wildcard certificate of the README covers every member.
-	remoteHost, _ := addrPort(t, "MATCHD_REMOTE_ADDR", env["MATCHD_REMOTE_ADDR"])
+	// The advertised remote host is the pod's DNS name under the headless
+	// Service, so the wildcard certificate of the README covers every
+	// member. It must be advertised explicitly: a DNS name in
+	// MATCHD_REMOTE_ADDR is advertised as its IP, which no certificate made
+	// before the pod names (the compose run showed it).
+	remoteHost, remotePort := addrPort(t, "MATCHD_ADVERTISE_REMOTE_ADDR", env["MATCHD_ADVERTISE_REMOTE_ADDR"])
 	if want := "$(POD_NAME)." + ss.Spec.ServiceName + ".$(POD_NAMESPACE).svc.cluster.local"; remoteHost != want {
-		t.Errorf("MATCHD_REMOTE_ADDR host = %q, want %q", remoteHost, want)
+		t.Errorf("MATCHD_ADVERTISE_REMOTE_ADDR host = %q, want %q", remoteHost, want)
+	}
+	if bindHost, bindPort := addrPort(t, "MATCHD_REMOTE_ADDR", env["MATCHD_REMOTE_ADDR"]); net.ParseIP(bindHost) == nil || bindPort != remotePort {
+		t.Errorf("MATCHD_REMOTE_ADDR = %q: bind an IP (0.0.0.0) on the advertised port %d", env["MATCHD_REMOTE_ADDR"], remotePort)
 	}
 	if env["POD_NAME"] != "<metadata.name>" || env["POD_NAMESPACE"] != "<metadata.namespace>" {
 		t.Errorf("POD_NAME and POD_NAMESPACE must come from the downward API")
@@ -255,6 +261,7 @@ func TestKubernetesManifests(t *testing.T) {
 	portOf("MATCHD_GOSSIP_ADDR", "gossip-tcp")
 	portOf("MATCHD_GOSSIP_ADDR", "gossip-udp")
 	portOf("MATCHD_REMOTE_ADDR", "remote")
+	portOf("MATCHD_ADVERTISE_REMOTE_ADDR", "remote")
 	if ports["gossip-udp"].Protocol != corev1.ProtocolUDP {
 		t.Errorf("gossip-udp protocol = %q: memberlist probes over UDP", ports["gossip-udp"].Protocol)
 	}

@@ -74,6 +74,60 @@ func waitingBackend(t *testing.T, conn *pgx.Conn, app, waitEvent string, except 
 	return 0
 }
 
+// waitSyncRepActive waits until a commit on the server at url waits for a
+// synchronous standby. Every session reads synchronous_standby_names at its
+// next statement, but commits wait only once the checkpointer has read it
+// too, a moment later on a busy machine: until then an append would commit
+// without waiting, and the test would wait for nothing. So a probe commits
+// until one waits (its wait is then cancelled: it committed locally, and
+// wrote only a temporary table).
+func waitSyncRepActive(t *testing.T, url string, admin *pgx.Conn) {
+	t.Helper()
+	app := appName(t)
+	probe := connect(t, withAppName(url, app))
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		tx, err := probe.Begin(testContext(t))
+		if err != nil {
+			t.Fatalf("probe: %v", err)
+		}
+		// Only a transaction that wrote to the write-ahead log waits at its
+		// commit: a temporary table's catalog rows are logged.
+		if _, err := tx.Exec(testContext(t), fmt.Sprintf("CREATE TEMP TABLE syncrep_probe_%d ()", i)); err != nil {
+			t.Fatalf("probe: %v", err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- tx.Commit(testContext(t)) }()
+		if pid, ok := syncRepWaiter(t, admin, app, done); ok {
+			if _, err := admin.Exec(testContext(t), "SELECT pg_cancel_backend($1)", pid); err != nil {
+				t.Fatalf("cancel the probe's wait: %v", err)
+			}
+			<-done // a cancelled wait still commits (with a warning)
+			return
+		}
+		<-done // committed without waiting: not in force yet
+	}
+	t.Fatal("no commit waited for the synchronous standby within 30 s")
+}
+
+// syncRepWaiter polls, for up to a second or until done has an answer,
+// for the session named app waiting on SyncRep.
+func syncRepWaiter(t *testing.T, admin *pgx.Conn, app string, done <-chan error) (int32, bool) {
+	t.Helper()
+	for start := time.Now(); time.Since(start) < time.Second && len(done) == 0; time.Sleep(5 * time.Millisecond) {
+		var pid int32
+		err := admin.QueryRow(testContext(t), `SELECT pid FROM pg_stat_activity
+			WHERE application_name = $1 AND wait_event = 'SyncRep'`, app).Scan(&pid)
+		if err == nil {
+			return pid, true
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			t.Fatalf("read pg_stat_activity: %v", err)
+		}
+	}
+	return 0, false
+}
+
 func terminate(t *testing.T, conn *pgx.Conn, pid int32) {
 	t.Helper()
 	var ok bool
@@ -228,6 +282,7 @@ func TestPGAppendSessionCutAfterLocalCommit(t *testing.T) {
 			}
 			setSync("matchgrain_absent_standby")
 			t.Cleanup(func() { setSync("") })
+			waitSyncRepActive(t, url, admin)
 			// The setting reaches a session at its next statement: wait until
 			// the store's pool reads it.
 			deadline := time.Now().Add(10 * time.Second)
