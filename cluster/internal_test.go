@@ -207,6 +207,37 @@ func TestStallThresholdFollowsDetection(t *testing.T) {
 	}
 }
 
+// A member whose start (joining, TLS, the database) takes longer than the
+// stall threshold was not stalled: the watch counts from when it runs. It
+// once counted from its construction, and a slow start on a busy machine
+// refused the member's first activations for seconds.
+func TestStallWatchSlowStartIsNoStall(t *testing.T) {
+	fd := FailureDetection{ProbeInterval: 2 * time.Second, SuspicionMult: 4}.withDefaults() // 7.5 s threshold: no real stall here
+	w := newStallWatch(slog.New(slog.DiscardHandler), fd, func() int { return 2 })
+	before := time.Now()
+	w.mu.Lock()
+	w.last = before.Add(-3 * fd.stallThreshold()) // constructed, then a slow start
+	w.mu.Unlock()
+	quit := make(chan struct{})
+	defer close(quit)
+	go w.run(quit)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		w.mu.Lock()
+		started := !w.last.Before(before)
+		w.mu.Unlock()
+		if started {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stall watch did not start")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if w.unsettled() {
+		t.Fatal("a slow start counted as a stall: the member refuses activations")
+	}
+}
+
 // TestRegistryIsOneMapPerBucket fails if the shard count of protoactor's
 // registry maps is not set before the actor system is made (cluster.init).
 func TestRegistryIsOneMapPerBucket(t *testing.T) {

@@ -48,6 +48,10 @@ func newStallWatch(log *slog.Logger, fd FailureDetection, peers func() int) *sta
 }
 
 func (w *stallWatch) run(quit <-chan struct{}) {
+	// Count from now: the start before it (joining, dialling peers, the
+	// database) is work, not a stall, and can take longer than the
+	// threshold on a busy machine.
+	w.restart(time.Now())
 	t := time.NewTicker(w.threshold / stallTicksPerThreshold)
 	defer t.Stop()
 	for {
@@ -58,6 +62,12 @@ func (w *stallWatch) run(quit <-chan struct{}) {
 			w.unsettled()
 		}
 	}
+}
+
+func (w *stallWatch) restart(now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.last = now
 }
 
 // unsettled observes the time now: a gap since the last observation above

@@ -244,7 +244,10 @@ for try in 1 2 3 4 5 6 7 8; do
 	player=$!
 	poll 60 "the match id" grep -q 'match ' "$tmp/play.log"
 	id=$(grep -o 'match [A-Za-z0-9_-]*' "$tmp/play.log" | head -1 | cut -d' ' -f2)
-	poll 60 "an owner for $id" ctl match --server "http://127.0.0.1:${http[1]}" "$id"
+	# The store's row exists from the match's creation, its owner only from
+	# its first activation (a member may refuse that for a moment).
+	owned() { [[ -n $(ctl match --server "http://127.0.0.1:${http[1]}" "$1" | json 'd["owner"]') ]]; }
+	poll 60 "an owner for $id" owned "$id"
 	owner=$(ctl match --server "http://127.0.0.1:${http[1]}" "$id" | json 'd["owner"]')
 	ownerName=${memberOf[$owner]:-}
 	[[ -n "$ownerName" ]] || die "match $id is owned by $owner, no member of this run"
