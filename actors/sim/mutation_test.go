@@ -26,7 +26,8 @@ func TestMutations(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mutate.Planted = tc.bug
 			defer func() { mutate.Planted = mutate.None }()
-			st, err := Run(*firstFlag, matches(t))
+			// At least the default run: each bug must be caught within it.
+			st, err := Run(*firstFlag, max(matches(t), defaultMatches))
 			var se *SeedError
 			if !errors.As(err, &se) {
 				t.Fatalf("%d matches ran with %s planted and no invariant broke", st.Matches, tc.name)

@@ -32,8 +32,11 @@ func matches(t *testing.T) int {
 		}
 		return n
 	}
-	return 10_000
+	return defaultMatches
 }
+
+// defaultMatches is how many matches make test simulates.
+const defaultMatches = 10_000
 
 // TestSimulation runs many seeded matches under faults and checks the
 // grain's invariants after every step and at the end. A failure names its
