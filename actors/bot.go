@@ -39,10 +39,12 @@ func (g *Core) botDue() int64 {
 	return g.clock.Start + g.deps.Timing.botThink().Milliseconds()
 }
 
-// botAct submits the deciding bot's intent if its think time is over.
-func (g *Core) botAct(now int64) {
+// botAct submits the deciding bot's intent if its think time is over; k
+// runs after.
+func (g *Core) botAct(now int64, k func()) {
 	at := g.botDue()
 	if at == 0 || at > now {
+		k()
 		return
 	}
 	seat := g.engine.Decider()
@@ -50,6 +52,7 @@ func (g *Core) botAct(now int64) {
 	if in == nil {
 		g.log.Error("bot has no legal intent", "seat", seat, "log_seq", g.logSeq)
 		g.botStuckAt = g.logSeq + 1
+		k()
 		return
 	}
 	id := fmt.Sprintf("bot-%d", g.logSeq+1)
@@ -57,19 +60,20 @@ func (g *Core) botAct(now int64) {
 	if err != nil {
 		g.log.Error("encode bot intent", "seat", seat, "err", err)
 		g.botStuckAt = g.logSeq + 1
+		k()
 		return
 	}
 	before := g.logSeq
-	code, msg := g.handleIntent(nil, &SubmitIntent{Seat: seat, Frame: frame})
-	if g.state != stateRunning {
-		return
-	}
-	if code != ReplyOK || g.logSeq == before {
-		// A legal command the engine refuses is a rules bug: the bot stops
-		// trying at this position and its decision clock bounds the match.
-		g.log.Error("bot intent not accepted", "seat", seat, "intent", in.IntentKind().String(), "code", int(code), "msg", msg)
-		g.botStuckAt = g.logSeq + 1
-	}
+	g.handleIntent(nil, &SubmitIntent{Seat: seat, Frame: frame}, func(code ReplyCode, msg string) {
+		if g.state == stateRunning && (code != ReplyOK || g.logSeq == before) {
+			// A legal command the engine refuses is a rules bug: the bot
+			// stops trying at this position and its decision clock bounds
+			// the match.
+			g.log.Error("bot intent not accepted", "seat", seat, "intent", in.IntentKind().String(), "code", int(code), "msg", msg)
+			g.botStuckAt = g.logSeq + 1
+		}
+		k()
+	})
 }
 
 // botChoice picks the bot's intent with the one bot policy (game/botpolicy),

@@ -24,19 +24,26 @@ import (
 // nothing itself; grain (grain.go) carries a Ready out with protoactor, and
 // the simulator (actors/sim) with its virtual network and clock.
 //
-// It reaches outside itself only through GrainDeps: the store, whose every
-// call returns before the step that made it does (so an append's outcome
-// is settled inside the step that wrote it, as the grain waits for the
-// append anyway, docs/architecture.md §3, and nothing is sent before it
-// succeeded), and the clock, GrainDeps.Now. A simulated store and clock
-// make a core fully deterministic.
+// It reaches outside itself only through the clock, GrainDeps.Now, and
+// through its host for the store: a step that needs the store returns a
+// Ready with only Store set, and goes on when the host gives the answer
+// back with StoreDone (storecall.go). A step's sends, timers and stop are
+// in the Ready that ends it, after its last store answer, so nothing is
+// sent before the append it depends on succeeded (docs/architecture.md §3).
+// A simulated store, network and clock make a core fully deterministic.
 
-// Ready is what one step of a core asks its host to do, in this order:
-// deliver Sends in order (To nil is the reply to the request's sender, if
-// it has one), arm the tick timer when Tick is set, arm the idle stop when
+// Ready is what one step of a core asks its host to do. When Store is set,
+// nothing else is: the host makes that store call and gives its answer to
+// StoreDone before any other input of the core, and the step goes on.
+// Otherwise the step is over, and the host does, in this order: deliver
+// Sends in order (To nil is the reply to the request's sender, if it has
+// one), arm the tick timer when Tick is set, arm the idle stop when
 // IdleStop is set, and stop the activation when Stop is set. Then the host
 // calls Advance, which writes the checkpoint a step found due.
 type Ready struct {
+	// Store is the store call the step waits for (nil: the step is over).
+	// It points into the core and is valid until StoreDone.
+	Store *StoreCall
 	Sends []Send
 	// Tick is set when the next tick is due in TickIn (at least 1 ms).
 	Tick   bool
@@ -119,6 +126,11 @@ type Core struct {
 	// rd collects the current step's actions; its Sends slice is reused
 	// from step to step (the host is done with it when it calls the next).
 	rd Ready
+	// await, when set, is the rest of the step, waiting for the answer to
+	// call, made since callStart.
+	await     func(StoreResult)
+	call      StoreCall
+	callStart time.Time
 }
 
 type journalKey struct {
@@ -133,17 +145,52 @@ func newCore(deps *GrainDeps) *Core {
 	return &Core{deps: deps, journal: intentJournal{}, rejected: map[journalKey]protocol.ServerIntentResult{}}
 }
 
-// begin starts a step: the previous step's Ready was carried out.
+// begin starts a step: the previous step's Ready was carried out. An input
+// while a store call is outstanding is a bug of the host, which must hold
+// it (see Ready).
 func (g *Core) begin() {
+	if g.await != nil {
+		panic(fmt.Sprintf("actors: match %q got an input while its %v call was outstanding", g.id, g.call.Op))
+	}
 	g.rd = Ready{Sends: g.rd.Sends[:0]}
 }
+
+// ready is what the step asks for so far: its store call, if it waits for
+// one, or else everything it did.
+func (g *Core) ready() Ready {
+	if g.await != nil {
+		return Ready{Store: &g.call}
+	}
+	return g.rd
+}
+
+// store ends the step's current stretch with call; k goes on with the step
+// when the answer comes (StoreDone). The caller returns right after.
+func (g *Core) store(call StoreCall, k func(StoreResult)) {
+	g.call, g.await, g.callStart = call, k, time.Now()
+}
+
+// StoreDone is the answer to the store call of the last Ready (its Store):
+// the step that made the call goes on.
+func (g *Core) StoreDone(res StoreResult) Ready {
+	k := g.await
+	if k == nil {
+		panic(fmt.Sprintf("actors: match %q got a store answer it did not ask for", g.id))
+	}
+	g.await = nil
+	k(res)
+	return g.ready()
+}
+
+// Awaiting reports whether the core waits for a store answer (StoreDone).
+func (g *Core) Awaiting() bool { return g.await != nil }
 
 // Activate is the first input of an activation: it claims matchID
 // (fencing every older activation) and rebuilds its state.
 func (g *Core) Activate(matchID string) Ready {
 	g.begin()
 	g.activate(matchID)
-	return g.rd
+	return g.ready()
 }
 
 // Handle is a request from a seat, the gateway or the reclaimer: the value
@@ -151,14 +198,14 @@ func (g *Core) Activate(matchID string) Ready {
 func (g *Core) Handle(msg any) Ready {
 	g.begin()
 	g.onMessage(msg)
-	return g.rd
+	return g.ready()
 }
 
 // Tick is the timer the previous Ready asked for.
 func (g *Core) Tick() Ready {
 	g.begin()
 	g.onTick()
-	return g.rd
+	return g.ready()
 }
 
 // Idle is the idle stop the previous Ready asked for, after
@@ -178,7 +225,7 @@ func (g *Core) Idle() Ready {
 func (g *Core) Advance() Ready {
 	g.begin()
 	g.checkpoint()
-	return g.rd
+	return g.ready()
 }
 
 // Stopped is the end of the activation, however it came (the host stops
@@ -195,9 +242,6 @@ func (g *Core) send(pid *actor.PID, msg any) {
 }
 
 func (g *Core) now() int64 { return g.deps.Now().UnixMilli() }
-
-// storeCtx bounds one store call by StoreTimeout.
-func (g *Core) storeCtx() context.Context { return g.deps.storeDeadline.Context() }
 
 // activate claims the match (fencing every older activation) and rebuilds
 // its state from snapshot + log tail.
@@ -221,8 +265,13 @@ func (g *Core) activate(id string) {
 		return
 	}
 	started := time.Now()
-	sctx := g.storeCtx()
-	rec, err := g.deps.Store.Claim(sctx, id, g.deps.Owner())
+	g.store(StoreCall{Op: StoreClaim, MatchID: id, Owner: g.deps.Owner()}, func(res StoreResult) {
+		g.claimed(res.Recovery, res.Err, started)
+	})
+}
+
+// claimed goes on with an activation once its claim is answered.
+func (g *Core) claimed(rec persistence.Recovery, err error, started time.Time) {
 	if errors.Is(err, persistence.ErrMatchNotFound) {
 		g.state = stateNotFound
 		g.rd.IdleStop = true
@@ -233,19 +282,46 @@ func (g *Core) activate(id string) {
 		g.halt(HaltClaimFailed)
 		return
 	}
-	if err := g.recover(rec); errors.Is(err, ErrVersionMismatch) {
+	rebuild, err := g.recoverSnapshot(rec)
+	if err != nil {
+		g.recoveryFailed(rec.Epoch, err)
+		return
+	}
+	if !rebuild {
+		g.recovered(rec, started)
+		return
+	}
+	// A running match resumed from a snapshot: its seats may resume from
+	// before it, so the journal is rebuilt from the log first.
+	snapLogSeq, snapEventSeq := rec.Snapshot.Seq, g.engine.LastSeq()
+	g.readLog(snapLogSeq, snapEventSeq, func(evs []protocol.EventEnvelope, err error) {
+		g.rebuildJournal(snapLogSeq, snapEventSeq, evs, err)
+		g.recovered(rec, started)
+	})
+}
+
+// recoveryFailed ends an activation whose claimed record could not be rebuilt.
+func (g *Core) recoveryFailed(epoch int64, err error) {
+	if errors.Is(err, ErrVersionMismatch) {
 		// Nothing was written; the claim only bumped the epoch. The match
 		// waits for a member that runs its rules (a rolling upgrade moves it
 		// there), and answers every request with the reason meanwhile.
-		g.log.Error("activation refused", "epoch", rec.Epoch, "reason", err)
+		g.log.Error("activation refused", "epoch", epoch, "reason", err)
 		g.state, g.refusal = stateRefused, err.Error()
 		g.rd.IdleStop = true
 		return
-	} else if err != nil {
-		g.log.Error("recovery failed", "epoch", rec.Epoch, "err", err)
-		g.halt(HaltRecoveryFailed)
+	}
+	g.log.Error("recovery failed", "epoch", epoch, "err", err)
+	g.halt(HaltRecoveryFailed)
+}
+
+// recovered replays the claimed log tail and starts serving.
+func (g *Core) recovered(rec persistence.Recovery, started time.Time) {
+	if err := g.recoverTail(rec); err != nil {
+		g.recoveryFailed(rec.Epoch, err)
 		return
 	}
+	id := g.id
 	g.state = stateRunning
 	if g.deps.Metrics != nil {
 		g.deps.Metrics.ActiveGrains.Add(1)
@@ -278,52 +354,65 @@ func (g *Core) activate(id string) {
 	g.onTick() // overdue deadlines fire at once
 }
 
+// recover rebuilds the state of rec without the store: ReplayMatch's
+// rebuild. Its resume journal starts at the snapshot.
 func (g *Core) recover(rec persistence.Recovery) error {
+	if _, err := g.recoverSnapshot(rec); err != nil {
+		return err
+	}
+	return g.recoverTail(rec)
+}
+
+// recoverSnapshot rebuilds the state up to the tail of rec: from its
+// snapshot, or from the match's creation. rebuild says the match is running
+// from a snapshot, whose resume journal the log up to it should fill.
+func (g *Core) recoverSnapshot(rec persistence.Recovery) (rebuild bool, err error) {
 	g.epoch = rec.Epoch
 	if err := decodeInternal(rec.Meta, &g.meta); err != nil {
-		return fmt.Errorf("match meta: %w", err)
+		return false, fmt.Errorf("match meta: %w", err)
 	}
 	if want := RulesVersion(g.deps.Rules); g.meta.Version != "" && want != "" && g.meta.Version != want {
-		return fmt.Errorf("%w: the match is pinned to %s, this member runs %s", ErrVersionMismatch, g.meta.Version, want)
+		return false, fmt.Errorf("%w: the match is pinned to %s, this member runs %s", ErrVersionMismatch, g.meta.Version, want)
 	}
 	if rec.Snapshot != nil {
 		var ss grainSnapshot
 		if err := decodeInternal(rec.Snapshot.Data, &ss); err != nil {
-			return fmt.Errorf("snapshot: %w", err)
+			return false, fmt.Errorf("snapshot: %w", err)
 		}
 		journal, err := ss.journal()
 		if err != nil {
-			return fmt.Errorf("snapshot at log seq %d: %w", rec.Snapshot.Seq, err)
+			return false, fmt.Errorf("snapshot at log seq %d: %w", rec.Snapshot.Seq, err)
 		}
 		eng, err := g.deps.Rules.Restore(ss.Engine)
 		if err != nil {
-			return fmt.Errorf("restore engine at log seq %d: %w", rec.Snapshot.Seq, err)
+			return false, fmt.Errorf("restore engine at log seq %d: %w", rec.Snapshot.Seq, err)
 		}
 		g.engine, g.clock, g.absent, g.logSeq, g.journal = eng, ss.Clock, ss.Absent, rec.Snapshot.Seq, journal
 		g.recent.reset(eng.LastSeq() + 1)
-		if !eng.IsFinished() {
-			// A finished match is woken more often (to mark it finished,
-			// by a stray hello) than resumed from before its snapshot:
-			// such a resume replays the log then (eventsFrom), which
-			// retention may have pruned.
-			g.rebuildJournal(rec.Snapshot.Seq, eng.LastSeq())
-		}
-	} else {
-		eng, evs, err := g.deps.Rules.New(g.meta.Seed, g.meta.Decks)
-		if err != nil {
-			return fmt.Errorf("set up match: %w", err)
-		}
-		g.engine = eng
-		g.recent.reset(1)
-		g.keepEvents(evs)
-		g.clock = newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.deps.Timing)
-		g.absent = absence{Since: [2]int64{g.meta.CreatedAt, g.meta.CreatedAt}}
-		for s := range 2 {
-			if g.isBot(s) {
-				g.absent.Since[s] = 0 // a bot is never away
-			}
+		// A finished match is woken more often (to mark it finished, by a
+		// stray hello) than resumed from before its snapshot: such a resume
+		// replays the log then (eventsFrom), which retention may have pruned.
+		return !eng.IsFinished(), nil
+	}
+	eng, evs, err := g.deps.Rules.New(g.meta.Seed, g.meta.Decks)
+	if err != nil {
+		return false, fmt.Errorf("set up match: %w", err)
+	}
+	g.engine = eng
+	g.recent.reset(1)
+	g.keepEvents(evs)
+	g.clock = newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.deps.Timing)
+	g.absent = absence{Since: [2]int64{g.meta.CreatedAt, g.meta.CreatedAt}}
+	for s := range 2 {
+		if g.isBot(s) {
+			g.absent.Since[s] = 0 // a bot is never away
 		}
 	}
+	return false, nil
+}
+
+// recoverTail applies the log tail of rec after recoverSnapshot.
+func (g *Core) recoverTail(rec persistence.Recovery) error {
 	for _, le := range rec.Tail {
 		var e logEntry
 		if err := decodeInternal(le.Payload, &e); err != nil {
@@ -358,27 +447,30 @@ func (g *Core) keepEvents(evs []protocol.EventEnvelope) {
 	g.recent.trim(g.deps.Timing.ResumeWindow)
 }
 
-// eventsFrom returns the events from fromSeq to the last seq: from the
+// eventsFrom gives k the events from fromSeq to the last seq: from the
 // journal, or else (a resuming hello from before the journal) rebuilt by
 // replaying the durable log on a scratch activation. ok is false when they
 // cannot be had: the caller sends a snapshot instead.
-func (g *Core) eventsFrom(fromSeq int64) (evs []protocol.EventEnvelope, ok bool) {
+func (g *Core) eventsFrom(fromSeq int64, k func(evs []protocol.EventEnvelope, ok bool)) {
 	evs, err := g.recent.since(fromSeq)
 	if err == nil {
-		return evs, true
+		k(evs, true)
+		return
 	}
 	if !errors.Is(err, errNotJournaled) {
 		g.log.Error("read events kept for resumes", "from_seq", fromSeq, "err", err)
 	}
-	all, err := g.replayLog(g.logSeq, g.engine.LastSeq())
-	if err != nil {
-		g.log.Warn("resume events not rebuilt from the log: snapshot instead", "from_seq", fromSeq, "err", err)
-		return nil, false
-	}
-	if g.deps.Metrics != nil {
-		g.deps.Metrics.JournalRebuilds.Add(1)
-	}
-	return all[fromSeq-1:], true
+	g.readLog(g.logSeq, g.engine.LastSeq(), func(all []protocol.EventEnvelope, err error) {
+		if err != nil {
+			g.log.Warn("resume events not rebuilt from the log: snapshot instead", "from_seq", fromSeq, "err", err)
+			k(nil, false)
+			return
+		}
+		if g.deps.Metrics != nil {
+			g.deps.Metrics.JournalRebuilds.Add(1)
+		}
+		k(all[fromSeq-1:], true)
+	})
 }
 
 // apply runs one log entry against the engine and the clocks. It is the only
@@ -442,51 +534,60 @@ func (g *Core) afterChange(at int64) {
 	g.clock.restart(g.engine.Decider(), at, g.deps.Timing)
 }
 
-// commit applies a server-side entry (finish, presence) and makes it durable.
-func (g *Core) commit(e logEntry) ([]protocol.EventEnvelope, bool) {
+// commit applies a server-side entry (finish, presence) and makes it
+// durable; k gets its events and whether it is durable.
+func (g *Core) commit(e logEntry, k func(evs []protocol.EventEnvelope, ok bool)) {
 	evs, err := g.apply(e)
 	if err != nil {
 		g.log.Error("apply server command", "kind", int(e.Kind), "err", err)
 		g.halt(HaltApplyFailed)
-		return nil, false
+		k(nil, false)
+		return
 	}
-	return evs, g.persist(e, evs)
+	g.persist(e, evs, func(ok bool) { k(evs, ok) })
 }
 
-// persist appends an entry that is already applied in memory. Nothing is
-// sent to any seat before it returns true. On a store failure the activation
-// cannot know whether the write landed, and its memory is ahead of what it
-// can prove durable, so it halts and a fresh activation rebuilds from the log.
-func (g *Core) persist(e logEntry, evs []protocol.EventEnvelope) bool {
+// persist appends an entry that is already applied in memory; k learns
+// whether it is durable. Nothing is sent to any seat before it is. On a
+// store failure the activation cannot know whether the write landed, and
+// its memory is ahead of what it can prove durable, so it halts and a fresh
+// activation rebuilds from the log.
+func (g *Core) persist(e logEntry, evs []protocol.EventEnvelope, k func(ok bool)) {
 	payload, err := encodeLogEntry(e)
 	if err != nil {
 		g.log.Error("encode log entry", "err", err)
 		g.halt(HaltEncodeFailed)
-		return false
+		k(false)
+		return
 	}
-	sctx := g.storeCtx()
-	start := time.Now()
-	err = g.deps.Store.Append(sctx, g.id, g.epoch, []persistence.LogEntry{{Seq: g.logSeq + 1, Payload: payload}})
-	if g.deps.Metrics != nil {
-		g.deps.Metrics.observeAppend(time.Since(start), err)
-	}
-	g.deps.Metrics.observeFenced(err)
-	if err != nil {
-		if errors.Is(err, persistence.ErrFenced) {
-			g.log.Warn("fenced: a newer activation owns this match", "epoch", g.epoch)
-		} else {
-			g.log.Error("append failed", "log_seq", g.logSeq+1, "err", err)
+	g.store(StoreCall{Op: StoreAppend, MatchID: g.id, Epoch: g.epoch,
+		Entries: []persistence.LogEntry{{Seq: g.logSeq + 1, Payload: payload}}}, func(res StoreResult) {
+		err := res.Err
+		if g.deps.Metrics != nil {
+			g.deps.Metrics.observeAppend(time.Since(g.callStart), err)
 		}
-		g.halt(appendHaltReason(err))
-		return false
-	}
-	g.logSeq++
-	g.keepEvents(evs)
-	g.sinceSS++
-	if g.sinceSS >= g.deps.Timing.SnapshotEvery || g.engine.IsFinished() {
-		g.checkpointDue = true
-	}
-	return true
+		g.deps.Metrics.observeFenced(err)
+		if err != nil && mutate.Planted == mutate.TimeoutCountsAsAppended && errors.Is(err, context.DeadlineExceeded) {
+			err = nil
+		}
+		if err != nil {
+			if errors.Is(err, persistence.ErrFenced) {
+				g.log.Warn("fenced: a newer activation owns this match", "epoch", g.epoch)
+			} else {
+				g.log.Error("append failed", "log_seq", g.logSeq+1, "err", err)
+			}
+			g.halt(appendHaltReason(err))
+			k(false)
+			return
+		}
+		g.logSeq++
+		g.keepEvents(evs)
+		g.sinceSS++
+		if g.sinceSS >= g.deps.Timing.SnapshotEvery || g.engine.IsFinished() {
+			g.checkpointDue = true
+		}
+		k(true)
+	})
 }
 
 // checkpoint writes the snapshot and the finished mark that persist found
@@ -503,43 +604,51 @@ func (g *Core) checkpoint() {
 		return
 	}
 	g.checkpointDue = false
-	g.snapshot()
-	if g.state != stateRunning || !g.engine.IsFinished() {
-		return
-	}
-	sctx := g.storeCtx()
-	err := g.deps.Store.MarkFinished(sctx, g.id, g.epoch)
-	g.deps.Metrics.observeFenced(err)
-	if err != nil && !errors.Is(err, persistence.ErrFenced) {
-		g.log.Warn("mark finished", "err", err)
-	}
-	g.rd.IdleStop = true
+	g.snapshot(func() {
+		if g.state != stateRunning || !g.engine.IsFinished() {
+			return
+		}
+		g.store(StoreCall{Op: StoreMarkFinished, MatchID: g.id, Epoch: g.epoch}, func(res StoreResult) {
+			g.deps.Metrics.observeFenced(res.Err)
+			if res.Err != nil && !errors.Is(res.Err, persistence.ErrFenced) {
+				g.log.Warn("mark finished", "err", res.Err)
+			}
+			g.rd.IdleStop = true
+		})
+	})
 }
 
-func (g *Core) snapshot() {
+// snapshot saves the state as a snapshot at the current log seq; k runs
+// after, whether it was saved or not.
+func (g *Core) snapshot(k func()) {
 	state, err := g.engine.MarshalState()
 	if err != nil {
 		g.log.Error("marshal engine state", "err", err)
+		k()
 		return
 	}
 	ss := newSnapshot(state, g.clock, g.absent, g.journal)
 	data, err := encodeInternal(ss)
 	if err != nil {
 		g.log.Error("encode snapshot", "err", err)
+		k()
 		return
 	}
-	sctx := g.storeCtx()
-	if err := g.deps.Store.SaveSnapshot(sctx, g.id, g.epoch, persistence.Snapshot{Seq: g.logSeq, Data: data}); err != nil {
-		g.deps.Metrics.observeFenced(err)
-		if errors.Is(err, persistence.ErrFenced) {
-			g.halt(HaltFenced)
-			return
+	g.store(StoreCall{Op: StoreSaveSnapshot, MatchID: g.id, Epoch: g.epoch,
+		Snapshot: persistence.Snapshot{Seq: g.logSeq, Data: data}}, func(res StoreResult) {
+		if err := res.Err; err != nil {
+			g.deps.Metrics.observeFenced(err)
+			if errors.Is(err, persistence.ErrFenced) {
+				g.halt(HaltFenced)
+			} else {
+				// A missing snapshot only lengthens the next recovery.
+				g.log.Warn("save snapshot", "log_seq", g.logSeq, "err", err)
+			}
+		} else {
+			g.sinceSS = 0
 		}
-		// A missing snapshot only lengthens the next recovery.
-		g.log.Warn("save snapshot", "log_seq", g.logSeq, "err", err)
-		return
-	}
-	g.sinceSS = 0
+		k()
+	})
 }
 
 // halt stops this activation for good: it drops its state and never serves
@@ -658,12 +767,11 @@ func (g *Core) attached(seat int, sessionID string) *attachment {
 // rebuildJournal rebuilds the event journal up to the snapshot point from
 // the durable log (the store keeps the entries a snapshot covers), so a
 // client behind the snapshot resumes from events after a failover, not from
-// a snapshot (docs/protocol.md §13). The events must end at snapEventSeq. A
-// store that cannot read its log back, or a replay that disagrees, leaves the
-// journal starting at the snapshot; a resume from before it then tries the
-// log again (eventsFrom).
-func (g *Core) rebuildJournal(snapLogSeq, snapEventSeq int64) {
-	evs, err := g.replayLog(snapLogSeq, snapEventSeq)
+// a snapshot (docs/protocol.md §13). evs are the log's events (readLog),
+// ending at snapEventSeq. A store that could not read its log back (err),
+// or a replay that disagreed, leaves the journal starting at the snapshot;
+// a resume from before it then tries the log again (eventsFrom).
+func (g *Core) rebuildJournal(snapLogSeq, snapEventSeq int64, evs []protocol.EventEnvelope, err error) {
 	if err != nil {
 		g.log.Warn("event journal not rebuilt", "log_seq", snapLogSeq, "err", err)
 		return
@@ -673,18 +781,27 @@ func (g *Core) rebuildJournal(snapLogSeq, snapEventSeq int64) {
 	g.keepEvents(evs[g.recent.first()-1:])
 }
 
-// replayLog replays log entries 1..toLogSeq on a scratch activation and
-// returns every event from seq 1; they must end at wantEventSeq.
-func (g *Core) replayLog(toLogSeq, wantEventSeq int64) ([]protocol.EventEnvelope, error) {
-	r, ok := g.deps.Store.(persistence.LogReader)
-	if !ok {
-		return nil, errors.New("the store cannot read its log back")
+// readLog reads log entries 1..toLogSeq, replays them on a scratch
+// activation and gives k every event from seq 1; they must end at
+// wantEventSeq.
+func (g *Core) readLog(toLogSeq, wantEventSeq int64, k func([]protocol.EventEnvelope, error)) {
+	if _, ok := g.deps.Store.(persistence.LogReader); !ok {
+		k(nil, errNoLogReader)
+		return
 	}
-	sctx := g.storeCtx()
-	head, err := r.ReadLog(sctx, g.id, 1, toLogSeq)
-	if err != nil {
-		return nil, fmt.Errorf("read log to %d: %w", toLogSeq, err)
-	}
+	g.store(StoreCall{Op: StoreReadLog, MatchID: g.id, From: 1, To: toLogSeq}, func(res StoreResult) {
+		if res.Err != nil {
+			k(nil, fmt.Errorf("read log to %d: %w", toLogSeq, res.Err))
+			return
+		}
+		k(g.replayEntries(res.Entries, toLogSeq, wantEventSeq))
+	})
+}
+
+// replayEntries replays head, log entries 1..toLogSeq, on a scratch
+// activation and returns every event from seq 1; they must end at
+// wantEventSeq.
+func (g *Core) replayEntries(head []persistence.LogEntry, toLogSeq, wantEventSeq int64) ([]protocol.EventEnvelope, error) {
 	eng, evs, err := g.deps.Rules.New(g.meta.Seed, g.meta.Decks)
 	if err != nil {
 		return nil, fmt.Errorf("set up match: %w", err)

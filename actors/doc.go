@@ -10,9 +10,12 @@
 // it from snapshot + log tail.
 //
 // The logic of one activation is Core (core.go), a state machine that takes
-// one input at a time and returns a Ready of what must happen; the
-// protoactor grain (grain.go) only carries Readys out, and the simulator
-// (actors/sim) drives the same core under a virtual clock with faults.
+// one input at a time and returns a Ready of what must happen; a store
+// answer is an input too (storecall.go): a step that needs the store asks
+// its host for the call and goes on with the answer. The protoactor grain
+// (grain.go) only carries Readys out, making each store call at once, and
+// the simulator (actors/sim) drives the same core under a virtual clock
+// with faults, the store's answers late, lost or beaten by their timeout.
 //
 // A seat can be a bot (a training match, MatchSpec.Bots): the grain plays it
 // itself after Timing.BotThink, choosing among the engine's legal commands

@@ -136,8 +136,12 @@ func (g *grain) Receive(ctx actor.Context) {
 	g.carryOut(ctx, g.core.Advance())
 }
 
-// carryOut does what a step of the core asked, in its order.
+// carryOut does what a step of the core asked, in its order: first the
+// store calls it waits for, one at a time, while the mailbox waits too.
 func (g *grain) carryOut(ctx actor.Context, rd Ready) {
+	for rd.Store != nil {
+		rd = g.core.StoreDone(rd.Store.Do(g.deps.storeDeadline.Context(), g.deps.Store))
+	}
 	for _, s := range rd.Sends {
 		if s.To != nil {
 			ctx.Send(s.To, envelope.Wrap(s.Msg))

@@ -34,21 +34,31 @@ func (g *Core) onAttach(m *AttachSeat) {
 		g.respond(&Reply{Code: ReplyReplaced, Message: "seat taken by a newer connection"})
 		return
 	}
-	if !m.Reattach {
-		// The seat's PID is the ticket's consumer: the same connection's
-		// attach, retried because its answer was lost while the match moved,
-		// finds its own record and goes on; any other use is refused.
-		err := g.deps.Store.ConsumeTicket(g.storeCtx(), m.TicketID, time.UnixMilli(m.TicketExpiresMs), m.SessionAddr+"/"+m.SessionID)
-		if errors.Is(err, persistence.ErrTicketUsed) {
+	if m.Reattach {
+		g.attachSeat(m)
+		return
+	}
+	// The seat's PID is the ticket's consumer: the same connection's
+	// attach, retried because its answer was lost while the match moved,
+	// finds its own record and goes on; any other use is refused.
+	g.store(StoreCall{Op: StoreConsumeTicket, TicketID: m.TicketID, TicketExpires: time.UnixMilli(m.TicketExpiresMs),
+		Owner: m.SessionAddr + "/" + m.SessionID}, func(res StoreResult) {
+		if errors.Is(res.Err, persistence.ErrTicketUsed) {
 			g.respond(&Reply{Code: ReplyTicketUsed, Message: "ticket already used"})
 			return
 		}
-		if err != nil {
-			g.log.Error("consume ticket", "seat", m.Seat, "err", err)
+		if res.Err != nil {
+			g.log.Error("consume ticket", "seat", m.Seat, "err", res.Err)
 			g.respond(&Reply{Code: ReplyUnavailable, Message: "store unavailable"})
 			return
 		}
-	}
+		g.attachSeat(m)
+	})
+}
+
+// attachSeat goes on with an attach once its ticket is consumed (a first
+// attach) or at once (a re-attach).
+func (g *Core) attachSeat(m *AttachSeat) {
 	if cur := g.seats[m.Seat]; m.Reattach && cur != nil && cur.sessionID != m.SessionID &&
 		(m.TicketExpiresMs <= cur.ticketExpiresMs || mutate.Planted == mutate.StaleAttachKeepsSeat) {
 		// A re-attach never overrides a live attachment that came with a
@@ -64,31 +74,45 @@ func (g *Core) onAttach(m *AttachSeat) {
 	}
 	g.seats[m.Seat] = &attachment{pid: pid, sessionID: m.SessionID, lastSeen: g.now(), ticketExpiresMs: m.TicketExpiresMs}
 	if g.absent.Since[m.Seat] != 0 && !g.engine.IsFinished() {
-		if _, ok := g.commit(logEntry{Kind: entryPresence, At: g.now(), Seat: m.Seat, Present: true}); !ok {
-			return
-		}
+		g.commit(logEntry{Kind: entryPresence, At: g.now(), Seat: m.Seat, Present: true}, func(_ []protocol.EventEnvelope, ok bool) {
+			if ok {
+				g.greet(m, pid)
+			}
+		})
+		return
 	}
-	g.absent.Since[m.Seat] = 0
+	g.greet(m, pid)
+}
 
-	var frames []OutFrame
+// greet sends a seat that just attached where the match stands: the events
+// it missed, or else a snapshot.
+func (g *Core) greet(m *AttachSeat, pid *actor.PID) {
+	g.absent.Since[m.Seat] = 0
 	// A finished match resumes like a running one: a seat whose connection
 	// moved (a failover, a lost link) just before the end still gets the
 	// last events, GameFinished with its reason among them (docs/protocol.md §9.8).
 	resumable := m.ResumeFromSeq > 0 && m.ResumeFromSeq <= g.engine.LastSeq() &&
 		(mutate.Planted != mutate.FinishedAnswersSnapshot || !g.engine.IsFinished())
-	var state []OutFrame
-	if resumable {
-		var evs []protocol.EventEnvelope
-		if evs, resumable = g.eventsFrom(m.ResumeFromSeq + 1); resumable {
-			state = g.eventsFrames(m.Seat, m.ResumeFromSeq+1, evs)
-		}
-	}
 	if !resumable {
-		state = []OutFrame{g.snapshotFrame(m.Seat)}
+		g.welcome(m, pid, false, []OutFrame{g.snapshotFrame(m.Seat)})
+		return
 	}
+	g.eventsFrom(m.ResumeFromSeq+1, func(evs []protocol.EventEnvelope, ok bool) {
+		if !ok {
+			g.welcome(m, pid, false, []OutFrame{g.snapshotFrame(m.Seat)})
+			return
+		}
+		g.welcome(m, pid, true, g.eventsFrames(m.Seat, m.ResumeFromSeq+1, evs))
+	})
+}
+
+// welcome sends an attached seat its state (with the hello of a first
+// attach, and the clock) and answers the attach.
+func (g *Core) welcome(m *AttachSeat, pid *actor.PID, resumed bool, state []OutFrame) {
+	var frames []OutFrame
 	if !m.Reattach {
 		frames = append(frames, g.frame(&protocol.ServerHello{
-			ProtocolVersion: protocol.Version, MatchID: g.id, PlayerIndex: m.Seat, Resumed: resumable,
+			ProtocolVersion: protocol.Version, MatchID: g.id, PlayerIndex: m.Seat, Resumed: resumed,
 			EventSeq: g.engine.LastSeq(), ServerTimeMs: g.now(),
 		}, 0))
 	}
@@ -109,30 +133,37 @@ func (g *Core) onIntent(m *SubmitIntent) {
 	// that found this activation fenced answers Unavailable, so the edge
 	// retries the same intent on the new activation instead of the client
 	// waiting for a result that will never come.
-	code, msg := g.handleIntent(a, m)
-	g.respond(&Reply{Code: code, Message: msg})
+	g.handleIntent(a, m, func(code ReplyCode, msg string) {
+		g.respond(&Reply{Code: code, Message: msg})
+	})
 }
 
-func (g *Core) handleIntent(a *attachment, m *SubmitIntent) (ReplyCode, string) {
+// handleIntent runs a seat's (or the bot's, a nil) intent; k gets the
+// reply once its outcome is settled.
+func (g *Core) handleIntent(a *attachment, m *SubmitIntent, k func(ReplyCode, string)) {
 	ci, err := submittedIntent(m)
 	if err != nil {
 		// The edge validated this frame; a failure here is a bug upstream.
 		g.log.Warn("undecodable intent frame from edge", "seat", m.Seat, "err", err)
-		return ReplyBadRequest, "undecodable intent frame"
+		k(ReplyBadRequest, "undecodable intent frame")
+		return
 	}
 	key := journalKey{m.Seat, ci.IntentID}
 	if seq, ok := g.journal.lookup(m.Seat, ci.IntentID); ok && mutate.Planted != mutate.ApplyDuplicate {
 		g.sendResult(a, protocol.ServerIntentResult{IntentID: ci.IntentID, Accepted: true, EventSeq: seq, Duplicate: true})
-		return ReplyOK, ""
+		k(ReplyOK, "")
+		return
 	}
 	if r, ok := g.rejected[key]; ok && mutate.Planted != mutate.ApplyDuplicate {
 		r.Duplicate = true
 		g.sendResult(a, r)
-		return ReplyOK, ""
+		k(ReplyOK, "")
+		return
 	}
 	if code, reason := g.precheck(m.Seat, ci); code != protocol.RejectNone {
 		g.reject(a, key, ci, code, reason)
-		return ReplyOK, ""
+		k(ReplyOK, "")
+		return
 	}
 	e := logEntry{Kind: entryIntent, At: g.now(), Seat: m.Seat, IntentID: ci.IntentID, Frame: m.Frame}
 	evs, err := g.applyIntent(e, ci.Intent)
@@ -143,24 +174,27 @@ func (g *Core) handleIntent(a *attachment, m *SubmitIntent) (ReplyCode, string) 
 			code = protocol.RejectStale
 		}
 		g.reject(a, key, ci, code, reason)
-		return ReplyOK, ""
+		k(ReplyOK, "")
+		return
 	}
 	res := protocol.ServerIntentResult{IntentID: ci.IntentID, Accepted: true, EventSeq: g.engine.LastSeq()}
 	if mutate.Planted == mutate.AckBeforeAppend {
 		g.broadcast(evs, m.Seat, &res, true)
 	}
-	if !g.persist(e, evs) {
-		return ReplyUnavailable, "match is moving"
-	}
-	if g.deps.Metrics != nil {
-		g.deps.Metrics.IntentsAccepted.Add(1)
-	}
-	if mutate.Planted == mutate.AckBeforeAppend {
-		return ReplyOK, ""
-	}
-	// Every accepted intent restarts the decision clock, so the clock goes too.
-	g.broadcast(evs, m.Seat, &res, true)
-	return ReplyOK, ""
+	g.persist(e, evs, func(ok bool) {
+		if !ok {
+			k(ReplyUnavailable, "match is moving")
+			return
+		}
+		if g.deps.Metrics != nil {
+			g.deps.Metrics.IntentsAccepted.Add(1)
+		}
+		if mutate.Planted != mutate.AckBeforeAppend {
+			// Every accepted intent restarts the decision clock, so the clock goes too.
+			g.broadcast(evs, m.Seat, &res, true)
+		}
+		k(ReplyOK, "")
+	})
 }
 
 // submittedIntent is m's intent: the value a local Seat passed along with
@@ -280,17 +314,21 @@ func (g *Core) onDetach(m *DetachSeat) {
 		return
 	}
 	g.seats[m.Seat] = nil
-	g.markAbsent(m.Seat)
-	g.respond(&Reply{Code: ReplyOK})
+	g.markAbsent(m.Seat, func() { g.respond(&Reply{Code: ReplyOK}) })
 }
 
-func (g *Core) markAbsent(seat int) {
+// markAbsent makes a seat's absence durable; k runs after.
+func (g *Core) markAbsent(seat int, k func()) {
 	if g.engine.IsFinished() || g.absent.Since[seat] != 0 {
+		k()
 		return
 	}
-	if _, ok := g.commit(logEntry{Kind: entryPresence, At: g.now(), Seat: seat, Present: false}); ok {
-		g.scheduleTick()
-	}
+	g.commit(logEntry{Kind: entryPresence, At: g.now(), Seat: seat, Present: false}, func(_ []protocol.EventEnvelope, ok bool) {
+		if ok {
+			g.scheduleTick()
+		}
+		k()
+	})
 }
 
 // onSeatPing refreshes every pinged seat the grain still holds (attached
@@ -322,32 +360,56 @@ func (g *Core) onTick() {
 		g.halt(HaltMovedAway)
 		return
 	}
-	now := g.now()
+	g.dropSilentSeats(0, g.now())
+}
+
+// dropSilentSeats drops the seats from seat from on whose edge went
+// silent, then goes on with the tick.
+func (g *Core) dropSilentSeats(from int, now int64) {
 	stale := now - keepAliveMisses*g.deps.Timing.SeatKeepAlive.Milliseconds()
-	for s, a := range g.seats {
-		if a != nil && a.lastSeen < stale {
+	for s := from; s < 2; s++ {
+		if a := g.seats[s]; a != nil && a.lastSeen < stale {
 			g.log.Info("seat transport lost", "seat", s)
 			g.seats[s] = nil
-			g.markAbsent(s)
-			if g.state != stateRunning {
-				return
+			g.markAbsent(s, func() {
+				if g.state == stateRunning {
+					g.dropSilentSeats(s+1, now)
+				}
+			})
+			return
+		}
+	}
+	g.tickDeadlines(now)
+}
+
+// tickDeadlines fires a due timeout or absence loss and the bot's move,
+// then goes on with the tick.
+func (g *Core) tickDeadlines(now int64) {
+	if g.engine.IsFinished() {
+		g.tickClock(now)
+		return
+	}
+	next := func() {
+		if g.state != stateRunning {
+			return
+		}
+		g.botAct(now, func() {
+			if g.state == stateRunning {
+				g.tickClock(now)
 			}
-		}
+		})
 	}
-	if !g.engine.IsFinished() {
-		if at := g.clock.timeoutAt(g.deps.Timing); at > 0 && at <= now {
-			g.finish(g.clock.Decider, protocol.FinishTimeout, now)
-		} else if loser, ok := g.absent.due(now, g.deps.Timing); ok {
-			g.finish(loser, protocol.FinishAbsence, now)
-		}
-		if g.state != stateRunning {
-			return
-		}
-		g.botAct(now)
-		if g.state != stateRunning {
-			return
-		}
+	if at := g.clock.timeoutAt(g.deps.Timing); at > 0 && at <= now {
+		g.finish(g.clock.Decider, protocol.FinishTimeout, now, next)
+	} else if loser, ok := g.absent.due(now, g.deps.Timing); ok {
+		g.finish(loser, protocol.FinishAbsence, now, next)
+	} else {
+		next()
 	}
+}
+
+// tickClock sends the periodic ServerClock and schedules the next tick.
+func (g *Core) tickClock(now int64) {
 	if !g.engine.IsFinished() && now-g.lastClockSent >= g.deps.Timing.ClockInterval.Milliseconds() {
 		g.lastClockSent = now
 		f := g.clockFrame()
@@ -360,13 +422,15 @@ func (g *Core) onTick() {
 	g.scheduleTick()
 }
 
-func (g *Core) finish(loser int, reason protocol.FinishReason, now int64) {
+// finish ends the match by a server decision; k runs after.
+func (g *Core) finish(loser int, reason protocol.FinishReason, now int64, k func()) {
 	g.log.Info("match ends by server decision", "loser", loser, "reason", int(reason))
-	evs, ok := g.commit(logEntry{Kind: entryFinish, At: now, Loser: loser, Reason: int(reason)})
-	if !ok {
-		return
-	}
-	g.broadcast(evs, -1, nil, true)
+	g.commit(logEntry{Kind: entryFinish, At: now, Loser: loser, Reason: int(reason)}, func(evs []protocol.EventEnvelope, ok bool) {
+		if ok {
+			g.broadcast(evs, -1, nil, true)
+		}
+		k()
+	})
 }
 
 // scheduleTick asks for one timer at the earliest thing the grain must do
@@ -386,7 +450,9 @@ func (g *Core) scheduleTick() {
 			}
 		}
 		consider(g.clock.timeoutAt(t))
-		consider(g.absent.next(t))
+		if mutate.Planted != mutate.AbsenceNotScheduled {
+			consider(g.absent.next(t))
+		}
 		consider(g.lastClockSent + t.ClockInterval.Milliseconds())
 		consider(g.botDue())
 	}

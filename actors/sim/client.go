@@ -45,6 +45,9 @@ type conn struct {
 	attached        bool
 	closed          bool
 	resyncing       bool
+	// resumedFrom is the lowest seq an attach of c resumed from (-1:
+	// none sent yet): an answer cannot tell which attach it answers.
+	resumedFrom int64
 }
 
 type pendingIntent struct {
@@ -89,7 +92,7 @@ func (p *player) connect() {
 	p.nth++
 	// A ticket lives a minute from when it is issued, so a newer
 	// connection's ticket expires later (the grain orders takeovers by it).
-	c := &conn{id: fmt.Sprintf("p%d-c%d", p.seat, p.nth), ticket: fmt.Sprintf("t%d-%d", p.seat, p.nth), ticketExpiresMs: w.now + 60_000}
+	c := &conn{id: fmt.Sprintf("p%d-c%d", p.seat, p.nth), ticket: fmt.Sprintf("t%d-%d", p.seat, p.nth), ticketExpiresMs: w.now + 60_000, resumedFrom: -1}
 	p.conn = c
 	w.logf("player %d connects as %s from %d", p.seat, c.id, p.lastSeq)
 	p.attach(c, false)
@@ -106,6 +109,9 @@ func (p *player) attach(c *conn, reattach bool) {
 		SessionAddr: "edge", SessionID: c.id, SeenEpoch: c.epoch}
 	if !reattach {
 		m.TicketID = c.ticket
+	}
+	if c.resumedFrom < 0 || m.ResumeFromSeq < c.resumedFrom {
+		c.resumedFrom = m.ResumeFromSeq
 	}
 	answered := false
 	p.call(m, func(r *actors.Reply) {
@@ -284,6 +290,7 @@ func (p *player) submit(pi *pendingIntent) {
 
 // onPush takes a grain's message for connection id.
 func (p *player) onPush(id string, msg any) {
+	w := p.w
 	c := p.conn
 	if c == nil || c.id != id || c.closed {
 		return
@@ -308,6 +315,15 @@ func (p *player) onPush(id string, msg any) {
 			}
 		}
 		p.schedulePlay()
+		if !p.quit && !p.fold.finished && p.fold.next >= 0 && p.fold.next != p.seat && w.chance(w.faults.leave/5) {
+			// A player may also leave while the other decides: then its
+			// absence, not its clock, ends the match.
+			w.logf("player %d leaves while the other decides", p.seat)
+			p.quit = true
+			p.drop(c, "left")
+			p.call(&actors.DetachSeat{Seat: p.seat, SessionID: c.id, Leave: true}, func(*actors.Reply) {}, nil)
+			return
+		}
 		if p.fold.finished && !p.leaving {
 			// A client leaves a finished match after a while.
 			p.leaving = true
@@ -340,11 +356,14 @@ func (p *player) onFrame(c *conn, m *actors.SeatFrames, of actors.OutFrame) {
 			w.fail("seat %d: a snapshot of the finished match at seq %d without its finish reason", p.seat, v.EventSeq)
 			return
 		}
-		if m.Initial && v.IsFinished && p.lastSeq > 0 && p.lastSeq < v.EventSeq && !w.logReadFailed {
-			// The attach resumed from lastSeq (attach sends it), and every
-			// event is in the log: the seat must get the ones it missed,
-			// GameFinished among them, as after a failover just before the end.
-			w.fail("seat %d resumed from %d after the end and got a snapshot at %d, not the events", p.seat, p.lastSeq, v.EventSeq)
+		if m.Initial && v.IsFinished && c.resumedFrom > 0 && c.resumedFrom < v.EventSeq && !w.logReadFailed {
+			// Every attach of c resumed (from at least resumedFrom; an
+			// attach that started from scratch rightly gets a snapshot,
+			// also when its answer comes after events that came by
+			// another), and every event is in the log: the seat must get
+			// the ones it missed, GameFinished among them, as after a
+			// failover just before the end.
+			w.fail("seat %d resumed from %d after the end and got a snapshot at %d, not the events", p.seat, c.resumedFrom, v.EventSeq)
 			return
 		}
 		if v.EventSeq == p.lastSeq && p.lastSeq > 0 && got != p.fold {

@@ -14,14 +14,19 @@
 // grain to a seat delayed, but in order and never lost while the
 // connection lives (protoactor's guarantee between live members); players
 // that cut their connection, take their seat over from a new one, resume,
-// re-send, think past their decision time or leave for good; one match in
-// five has a bot seat. Faults stop at a point the seed picks, so that
+// re-send, think past their decision time or leave for good (also while
+// the other decides, so that absence ends the match); one match in five
+// has a bot seat. Faults stop at a point the seed picks, so that
 // liveness can be checked.
 //
-// The core settles its store calls inside the step that makes them (the
-// grain waits for its append anyway), so the simulated store answers at
-// once and its faults are outcomes (fail, lose the reply, stall the
-// caller), not latencies.
+// A store answer is an input of the core (actors/storecall.go), so store
+// calls take time too: most are answered at once, with an outcome (fail,
+// lose the reply, stall the caller), but while faults run one in twenty is
+// slow in the seeds that switch it on: its request and its answer each
+// take up to 4 s or are lost, and the store timeout (5 s) races the answer,
+// so a write may land after its caller gave up on it, or after another
+// member's claim. The member's mailbox waits for the answer, as
+// protoactor's does; its peers, timers, players and the store go on.
 //
 // The invariants are checked after every step and at the end: an intent is
 // acknowledged only once durable, and every acknowledged intent is in the
@@ -35,8 +40,10 @@
 // the log could not be read back, and every seat still playing learns why
 // the match ended; decision clocks and absence never fire early, and once
 // faults have long stopped nothing happens after a decision deadline but
-// its timeout; once faults stop, every match finishes and is marked
-// finished.
+// its timeout; absence never fires late either: a seat absent past its
+// limit is judged at that instant, unless something disturbed the
+// activation meanwhile (a crash, a freeze, a move, a slow or failed store
+// call); once faults stop, every match finishes and is marked finished.
 //
 // TestSimulation runs 10,000 matches (SIM_MATCHES or -sim.matches more;
 // make simulate runs a million) on every core, independent seeds in

@@ -22,9 +22,10 @@ import (
 type faults struct {
 	until int64
 	// Store: a call fails (nothing written), loses its reply (written), or
-	// the store is down for a while.
-	storeFail, storeLose, outage float64
-	outageUntil                  int64
+	// the store is down for a while; storeSlow: a call takes time, its
+	// request or answer may be lost, and the store timeout races the answer.
+	storeFail, storeLose, outage, storeSlow float64
+	outageUntil                             int64
 	// Members crash (memory lost) or freeze (resume stale later).
 	crash, freeze bool
 	// Network: requests and replies lost; any message slow (overtaken) or
@@ -96,6 +97,10 @@ func Simulate(seed uint64, trace func(string)) (Result, error) {
 	w.matchID = fmt.Sprintf("sim-%d", seed)
 	w.faults = pick(w.rng)
 	w.faults.until += w.now
+	w.srng = rand.New(rand.NewPCG(seed, 0x73746f72652d6c61))
+	if w.srng.IntN(2) == 0 {
+		w.faults.storeSlow = 0.05
+	}
 	w.store = NewStore(func() time.Time { return time.UnixMilli(w.now) })
 	w.store.OnAppend = w.onAppend
 	w.store.Violation = func(err error) { w.fail("one writer: %v", err) }
@@ -190,7 +195,22 @@ func (w *world) checkEnd(res *Result) {
 	bySeat := map[intentKey]actors.LogRecord{}
 	lastChange := w.created
 	var present [2]int64
+	// absentAt is when each seat's absence was logged (0: present).
+	var absentAt [2]int64
+	absenceLimit := w.timing.AbsenceTimeout.Milliseconds()
 	for _, r := range truth.Records {
+		// Absence never fires late: a seat absent past its bound is judged
+		// at that instant (or the match ended before, some other way),
+		// unless something disturbed the activation meanwhile (a crash,
+		// a freeze, a move, a slow or failed store call).
+		for s, at := range absentAt {
+			due := at + absenceLimit
+			if at != 0 && r.At > due+timerSlack && w.calmBetween(at, due+timerSlack) {
+				w.fail("seat %d absent since %d: log entry %d (%s) at %d, %dms after its absence limit, and no absence loss before it",
+					s, at, r.Seq, r.Kind, r.At, r.At-at-absenceLimit)
+				return
+			}
+		}
 		// Clocks fire in time: once faults have long stopped (members back,
 		// orphans reclaimed), nothing happens after a decision deadline
 		// but the timeout it calls for, at that instant.
@@ -209,7 +229,9 @@ func (w *world) checkEnd(res *Result) {
 			lastChange = r.At
 		case "presence":
 			if r.Present {
-				present[r.Seat] = r.At
+				present[r.Seat], absentAt[r.Seat] = r.At, 0
+			} else {
+				absentAt[r.Seat] = r.At
 			}
 		case "finish":
 			// Clocks and absence never fire early.

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"container/heap"
+	"context"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -21,8 +22,12 @@ import (
 // clock and one generator seeded by the seed. Nothing in it reads the real
 // clock or starts a goroutine, so a seed replays step for step.
 type world struct {
-	seed   uint64
-	rng    *rand.Rand
+	seed uint64
+	rng  *rand.Rand
+	// srng draws the store's latencies and lost messages: a stream apart,
+	// so that a store call that is not slow draws nothing from rng and a
+	// seed's other choices stay as they were before latency was modelled.
+	srng   *rand.Rand
 	now    int64 // virtual Unix milliseconds
 	events eventQueue
 	seq    uint64
@@ -48,6 +53,10 @@ type world struct {
 	// logReadFailed: a ReadLog call failed, so a resume the journal could
 	// not serve rightly got a snapshot instead of the events.
 	logReadFailed bool
+
+	// disturbed holds the instants something disturbed the match's
+	// activation (disturb), in order.
+	disturbed []int64
 
 	failure error
 	trace   func(string)
@@ -108,6 +117,21 @@ func (w *world) logf(format string, args ...any) {
 	}
 }
 
+// disturb records that something delayed or moved the match's activation
+// now (a crash, a freeze, a halt, a claim, a slow or failed store call):
+// its timers are only bound to fire in time between disturbances.
+func (w *world) disturb() {
+	if n := len(w.disturbed); n == 0 || w.disturbed[n-1] != w.now {
+		w.disturbed = append(w.disturbed, w.now)
+	}
+}
+
+// calmBetween reports whether nothing disturbed the match from lo to hi.
+func (w *world) calmBetween(lo, hi int64) bool {
+	i, _ := slices.BinarySearch(w.disturbed, lo)
+	return i == len(w.disturbed) || w.disturbed[i] > hi
+}
+
 // fail records the first invariant violation; the run stops after the step.
 func (w *world) fail(format string, args ...any) {
 	if w.failure == nil {
@@ -148,8 +172,20 @@ type member struct {
 	inView      bool
 	cores       func() *actors.Core
 	act         *activation
-	// pending holds the inputs that reached the member while it was frozen.
+	// pending is the mailbox: the inputs that reached the member while it
+	// was frozen or its activation waited for the store.
 	pending []func()
+	// resume holds the answers from the store that came while the member
+	// was frozen: they go before the mailbox.
+	resume []func()
+	// busy: the activation waits for the answer to store call callID; the
+	// mailbox waits with it, as protoactor's does.
+	busy     bool
+	callID   uint64
+	draining bool
+	// exiting: the member thawed out of the view; it exits once its
+	// backlog is handled.
+	exiting bool
 }
 
 // activation is one Core hosted by a member, with its timer.
@@ -177,8 +213,9 @@ func (m *member) restart() {
 	h.Write([]byte(m.name + "/" + w.matchID))
 	m.score = h.Sum64()
 	m.alive, m.frozen, m.inView, m.act, m.pending = true, false, true, nil, nil
+	m.resume, m.busy, m.exiting = nil, false, false
 	cores, err := actors.NewCores(actors.GrainDeps{
-		Store: w.store, Rules: rules, Timing: w.timing,
+		Store: w.store, Rules: rules, Timing: w.timing, StoreTimeout: storeTimeout * time.Millisecond,
 		Owner:  func() string { return m.name },
 		Now:    func() time.Time { return time.UnixMilli(w.now) },
 		Logger: slog.New(slog.DiscardHandler),
@@ -189,6 +226,7 @@ func (m *member) restart() {
 	}
 	m.cores = cores
 	w.logf("%s starts", m.name)
+	w.disturb()
 }
 
 // owner is the member that owns the match in the cluster's view
@@ -204,15 +242,47 @@ func (w *world) owner() *member {
 }
 
 // input runs fn on the member as one message of its mailbox: now, or when
-// it thaws; never if it is dead.
+// it thaws and its activation has its store answer; never if it is dead.
 func (m *member) input(fn func()) {
-	switch {
-	case !m.alive:
-	case m.frozen:
-		m.pending = append(m.pending, fn)
-	default:
+	if !m.alive {
+		return
+	}
+	m.pending = append(m.pending, fn)
+	m.drain()
+}
+
+// drain runs what the member can run now: store answers first, then the
+// mailbox while no store call is outstanding.
+func (m *member) drain() {
+	if m.draining {
+		return // the outer drain gets to it
+	}
+	m.draining = true
+	defer func() { m.draining = false }()
+	for m.alive && !m.frozen {
+		var fn func()
+		switch {
+		case len(m.resume) > 0:
+			fn, m.resume = m.resume[0], m.resume[1:]
+		case m.busy || len(m.pending) == 0:
+			m.exitIfDone()
+			return
+		default:
+			fn, m.pending = m.pending[0], m.pending[1:]
+		}
 		fn()
 	}
+}
+
+// exitIfDone ends a member that thawed out of the view once its backlog is
+// handled, as matchd exits when evicted; it restarts later.
+func (m *member) exitIfDone() {
+	if !m.exiting || m.busy || len(m.pending) > 0 || len(m.resume) > 0 {
+		return
+	}
+	w := m.w
+	m.alive, m.act, m.exiting = false, nil, false
+	w.after(w.between(500, 5000), func() { m.restart(); w.viewChanged() })
 }
 
 // request delivers a request to the match's grain on this member,
@@ -232,9 +302,11 @@ func (m *member) request(msg any, reply func(*actors.Reply)) {
 			a = &activation{core: m.cores()}
 			m.act = a
 			m.w.logf("%s activates", m.name)
+			m.w.disturb()
 			m.step(a, a.core.Activate(m.w.matchID), nil)
-			if m.frozen {
-				m.pending = append(m.pending, handle)
+			if m.frozen || m.busy {
+				// Next in the mailbox, after the activation's store calls.
+				m.pending = append([]func(){handle}, m.pending...)
 				return
 			}
 		}
@@ -243,26 +315,111 @@ func (m *member) request(msg any, reply func(*actors.Reply)) {
 }
 
 // step carries out the Ready of one input and then advances the core, as
-// the protoactor grain does, unless the store stalled the member inside
-// the step (an append that landed, its answer not yet back): then the
-// member freezes with the step's effects still to come, and they follow
-// when it thaws, after whatever happened meanwhile (another member's
-// takeover included).
+// the protoactor grain does; a Ready that waits for the store is carried
+// out when the answer comes (storeCall).
 func (m *member) step(a *activation, rd actors.Ready, reply func(*actors.Reply)) {
-	w := m.w
-	if !w.stallNext {
-		m.carryOut(a, rd, reply)
-		m.carryOut(a, a.core.Advance(), nil)
+	if rd.Store != nil {
+		m.storeCall(rd.Store, func(res actors.StoreResult) { m.step(a, a.core.StoreDone(res), reply) })
 		return
 	}
-	w.stallNext = false
-	rd.Sends = slices.Clone(rd.Sends) // the core reuses its slice
-	m.freeze(w.between(300, 6000))
-	m.pending = append([]func(){func() {
-		m.carryOut(a, rd, reply)
-		m.carryOut(a, a.core.Advance(), nil)
-	}}, m.pending...)
+	m.carryOut(a, rd, reply)
+	m.advance(a, a.core.Advance())
 }
+
+// advance carries out the Ready of Advance (the checkpoint's writes).
+func (m *member) advance(a *activation, rd actors.Ready) {
+	if rd.Store != nil {
+		m.storeCall(rd.Store, func(res actors.StoreResult) { m.advance(a, a.core.StoreDone(res)) })
+		return
+	}
+	m.carryOut(a, rd, nil)
+}
+
+// storeTimeout bounds one store call of a simulated grain, in ms (the
+// grain's default StoreTimeout).
+const storeTimeout = 5000
+
+// storeCall makes a core's store call and gives k the answer. Most calls
+// are answered within the step (their fates are outcomes: fail, lose the
+// reply, stall the caller). While faults run, a call may be slow instead:
+// the request reaches the store after a delay, or never; the answer comes
+// back after another, or never; and if no answer is back after the store
+// timeout, k gets the timeout, while the request may still land after it.
+// The member's mailbox waits meanwhile, as the grain's does, but its
+// timers, its peers, the players and the store go on.
+func (m *member) storeCall(call *actors.StoreCall, k func(actors.StoreResult)) {
+	w := m.w
+	if !w.faulty() || !w.chanceS(w.faults.storeSlow) {
+		res := call.Do(context.Background(), w.store)
+		if w.stallNext {
+			// The member stalls between the write and its answer: the
+			// step goes on when it thaws, after whatever happened
+			// meanwhile (another member's takeover included).
+			w.stallNext = false
+			m.freeze(w.between(300, 6000))
+			m.resume = append(m.resume, func() { k(res) })
+			return
+		}
+		k(res)
+		return
+	}
+	c := *call // the core reuses its call once it has an answer, the timeout included
+	m.callID++
+	m.busy = true
+	id, inc := m.callID, m.incarnation
+	answer := func(res actors.StoreResult) {
+		if !m.alive || m.incarnation != inc || !m.busy || m.callID != id {
+			return // too late: the timeout answered, or the member is gone
+		}
+		m.busy = false
+		w.disturb()
+		m.resume = append(m.resume, func() { k(res) })
+		m.drain()
+	}
+	there, back := w.storeLatency(), w.storeLatency()
+	w.logf("%s: %s call %d slow (%d ms there, %d ms back)", m.name, c.Op, id, there, back)
+	w.disturb()
+	w.after(storeTimeout, func() {
+		if m.busy && m.callID == id && m.incarnation == inc {
+			w.logf("%s: %s call %d times out", m.name, c.Op, id)
+			if c.Op == actors.StoreReadLog {
+				w.logReadFailed = true
+			}
+		}
+		answer(actors.StoreResult{Err: fmt.Errorf("sim store %s: %w", c.Op, context.DeadlineExceeded)})
+	})
+	if there < 0 {
+		w.logf("%s: %s call %d lost on its way", m.name, c.Op, id)
+		return
+	}
+	w.after(there, func() {
+		w.logf("%s: %s call %d reaches the store", m.name, c.Op, id)
+		res := c.Do(context.Background(), w.store)
+		if w.stallNext {
+			w.stallNext = false
+			if m.alive && m.incarnation == inc && !m.frozen {
+				m.freeze(w.between(300, 6000))
+			}
+		}
+		if back < 0 {
+			w.logf("%s: %s call %d answer lost", m.name, c.Op, id)
+			return
+		}
+		w.after(back, func() { answer(res) })
+	})
+}
+
+// storeLatency is one way of a slow store call in ms, or -1 when the
+// message is lost.
+func (w *world) storeLatency() int64 {
+	if w.srng.Float64() < 0.1 {
+		return -1
+	}
+	return 1 + w.srng.Int64N(4000)
+}
+
+// chanceS is chance on the store's stream.
+func (w *world) chanceS(p float64) bool { return p > 0 && w.srng.Float64() < p }
 
 // carryOut does what a Ready asks, as the protoactor grain does.
 func (m *member) carryOut(a *activation, rd actors.Ready, reply func(*actors.Reply)) {
@@ -284,6 +441,7 @@ func (m *member) carryOut(a *activation, rd actors.Ready, reply func(*actors.Rep
 	if rd.Stop {
 		if rd.Halt != actors.HaltNone {
 			w.logf("%s halts: %s", m.name, rd.Halt)
+			w.disturb()
 		}
 		a.stopped = true
 		a.core.Stopped()
@@ -353,7 +511,8 @@ type fifoKey struct {
 func (m *member) crash() {
 	w := m.w
 	w.logf("%s crashes", m.name)
-	m.alive, m.act, m.pending = false, nil, nil
+	w.disturb()
+	m.alive, m.act, m.pending, m.resume, m.busy, m.exiting = false, nil, nil, nil, false, false
 	w.after(2000, func() { m.leaveView() })
 	w.after(w.between(3000, 20000), func() { m.restart(); w.viewChanged() })
 }
@@ -365,6 +524,7 @@ func (m *member) crash() {
 func (m *member) freeze(d int64) {
 	w := m.w
 	w.logf("%s freezes for %dms", m.name, d)
+	w.disturb()
 	m.frozen = true
 	inc := m.incarnation
 	if d > 2000 {
@@ -379,16 +539,10 @@ func (m *member) freeze(d int64) {
 			return
 		}
 		m.frozen = false
-		w.logf("%s thaws with %d inputs", m.name, len(m.pending))
-		for len(m.pending) > 0 && m.alive {
-			fn := m.pending[0]
-			m.pending = m.pending[1:]
-			fn()
-		}
-		if !m.inView {
-			m.alive, m.act = false, nil
-			w.after(w.between(500, 5000), func() { m.restart(); w.viewChanged() })
-		}
+		w.logf("%s thaws with %d inputs", m.name, len(m.pending)+len(m.resume))
+		w.disturb()
+		m.exiting = !m.inView
+		m.drain()
 	})
 }
 
@@ -396,6 +550,7 @@ func (m *member) leaveView() {
 	if m.inView {
 		m.inView = false
 		m.w.logf("%s leaves the view", m.name)
+		m.w.disturb()
 		m.w.viewChanged()
 	}
 }
@@ -454,11 +609,13 @@ func (w *world) pickFate(op string) Fate {
 		return Ok
 	}
 	if w.now < w.faults.outageUntil {
+		w.disturb()
 		return Fail
 	}
 	if w.chance(w.faults.outage) {
 		w.faults.outageUntil = w.now + w.between(100, 3000)
 		w.logf("store outage until %d", w.faults.outageUntil)
+		w.disturb()
 		return Fail
 	}
 	switch {
@@ -468,9 +625,11 @@ func (w *world) pickFate(op string) Fate {
 		return Ok
 	case w.chance(w.faults.storeFail):
 		w.logf("store: %s fails", op)
+		w.disturb()
 		return Fail
 	case w.chance(w.faults.storeLose):
 		w.logf("store: %s loses its reply", op)
+		w.disturb()
 		return LoseReply
 	}
 	return Ok

@@ -31,8 +31,19 @@ const (
 	// StaleAttachKeepsSeat: a re-attach never takes the seat back, so a
 	// stale attach of an older connection that reached a new activation
 	// first keeps the seat and refuses the player's newest connection.
-	// Too rare for TestMutations's run: regression seed 768619 catches it.
+	// Too rare for TestMutations's run: seed 768619 caught it until store
+	// answers became inputs of the core; no seed of the first 1,059,554
+	// catches it since (see TestSimulationRegressions).
 	StaleAttachKeepsSeat
+	// TimeoutCountsAsAppended: an append whose answer did not come before
+	// the store timeout is taken as landed, though it may land later
+	// (fenced, or after a gap) or never. Only store latency shows it.
+	TimeoutCountsAsAppended
+	// AbsenceNotScheduled: the grain's timer does not aim at absence
+	// deadlines, so an absent seat loses at the next tick that comes for
+	// another reason, up to a keep-alive interval late. Only the "never
+	// late" absence check shows it.
+	AbsenceNotScheduled
 )
 
 // Planted is the bug planted now. The mutation test sets it before a run
