@@ -1,10 +1,7 @@
 package actors
 
 import (
-	"context"
-	"errors"
 	"testing"
-	"time"
 
 	"github.com/matchgrain/matchgrain/protocol"
 )
@@ -62,37 +59,5 @@ func TestSubmittedIntentDecodedMatchesFrame(t *testing.T) {
 	}
 	if _, err := submittedIntent(&SubmitIntent{Frame: []byte{0x92, 0x7f}}); err == nil {
 		t.Fatal("garbage frame accepted")
-	}
-}
-
-type okRequester struct{}
-
-func (okRequester) Request(ctx context.Context, _, _ string, _ any) (any, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		return nil, errors.New("request without a deadline")
-	}
-	return &Reply{Code: ReplyOK}, nil
-}
-
-// BenchmarkGatewayCall measures Gateway.call's own cost around a request
-// that answers at once: with the caller's deadline, shorter or longer than
-// RequestTimeout (the edge's default is 10 s, the gateway's 5 s), no second
-// context and timer is made.
-func BenchmarkGatewayCall(b *testing.B) {
-	g := &Gateway{cfg: GatewayConfig{Cluster: okRequester{}, RequestTimeout: 5 * time.Second}}
-	for _, tc := range []struct {
-		name    string
-		timeout time.Duration
-	}{{"edge-deadline", 5 * time.Second}, {"longer-deadline", time.Minute}} {
-		b.Run(tc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
-				if _, err := g.call(ctx, "m", &Wake{}); err != nil {
-					b.Fatal(err)
-				}
-				cancel()
-			}
-		})
 	}
 }

@@ -399,7 +399,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		return fmt.Errorf("start cluster member: %w", err)
 	}
 	started.Store(node)
-	gw, err := actors.NewGateway(actors.GatewayConfig{
+	gw, err := grains.NewGateway(grains.GatewayConfig{
 		System: node.System(), Cluster: node, Store: store, Rules: actors.GameRules{}, Timing: o.timing,
 		Forget: func(id string) { node.ForgetPID(id, actors.MatchKind) }, Logger: log,
 		// A seat looks for its moved grain at least as long as a player's

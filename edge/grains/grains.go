@@ -10,9 +10,9 @@ import (
 )
 
 // Matches returns g as the edge's Matches.
-func Matches(g *actors.Gateway) edge.Matches { return gatewayMatches{g} }
+func Matches(g *Gateway) edge.Matches { return gatewayMatches{g} }
 
-type gatewayMatches struct{ g *actors.Gateway }
+type gatewayMatches struct{ g *Gateway }
 
 func (m gatewayMatches) CreateMatch(ctx context.Context, spec edge.MatchSpec) (string, error) {
 	id, err := m.g.Create(ctx, actors.MatchSpec{Names: spec.Names, Decks: spec.Decks, Bots: spec.Bots, Seed: spec.Seed})
@@ -25,7 +25,7 @@ func (m gatewayMatches) MatchExists(ctx context.Context, matchID string) (bool, 
 }
 
 func (m gatewayMatches) OpenSeat(ctx context.Context, req edge.OpenSeatRequest, sink edge.SeatSink) (edge.Seat, error) {
-	s, err := m.g.OpenSeat(ctx, actors.SeatRequest{
+	s, err := m.g.OpenSeat(ctx, SeatRequest{
 		MatchID: req.MatchID, Seat: req.Seat, TicketID: req.TicketID,
 		TicketExpires: req.TicketExpires, ResumeFromSeq: req.ResumeFromSeq,
 	}, sinkAdapter{sink})
@@ -35,7 +35,7 @@ func (m gatewayMatches) OpenSeat(ctx context.Context, req edge.OpenSeatRequest, 
 	return gatewaySeat{s}, nil
 }
 
-type gatewaySeat struct{ s *actors.Seat }
+type gatewaySeat struct{ s *Seat }
 
 func (s gatewaySeat) Intent(ctx context.Context, intentID string, basedOnSeq int64, in protocol.Intent) error {
 	return translateGatewayErr(s.s.Intent(ctx, intentID, basedOnSeq, in))
@@ -68,13 +68,13 @@ func translateGatewayErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, actors.ErrMatchNotFound):
+	case errors.Is(err, ErrMatchNotFound):
 		return errors.Join(edge.ErrMatchNotFound, err)
-	case errors.Is(err, actors.ErrTicketUsed):
+	case errors.Is(err, ErrTicketUsed):
 		return errors.Join(edge.ErrTicketUsed, err)
-	case errors.Is(err, actors.ErrBadRequest):
+	case errors.Is(err, ErrBadRequest):
 		return errors.Join(edge.ErrBadRequest, err)
-	case errors.Is(err, actors.ErrUnavailable), errors.Is(err, actors.ErrDetached):
+	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrDetached):
 		// A detached seat's connection is closing anyway; the client
 		// reconnects and resumes.
 		return errors.Join(edge.ErrUnavailable, err)

@@ -1,7 +1,7 @@
 // Package grainstest runs the real match grains behind an edge.Matches for
 // the length of one test, in the manner of net/http/httptest: NewMatches
 // starts a single cluster member in this process on random 127.0.0.1 ports,
-// hosting match grains of the real game, reached through actors.Gateway and
+// hosting match grains of the real game, reached through grains.Gateway and
 // adapted by grains.Matches; the test's cleanup stops everything it started.
 //
 // One member is the configuration that is race-clean in one process

@@ -1,4 +1,4 @@
-package actors
+package grains
 
 import (
 	"io"
@@ -10,13 +10,15 @@ import (
 
 	"github.com/matchgrain/matchgrain/cluster/envelope"
 	"github.com/matchgrain/matchgrain/protocol"
+
+	"github.com/matchgrain/matchgrain/actors"
 )
 
 // signalSink tells on got that a Deliver happened; it keeps nothing.
 type signalSink struct{ got chan struct{} }
 
-func (k signalSink) Deliver([][]byte)    { k.got <- struct{}{} }
-func (k signalSink) Detach(DetachReason) {}
+func (k signalSink) Deliver([][]byte)           { k.got <- struct{}{} }
+func (k signalSink) Detach(actors.DetachReason) {}
 
 // quietSystem is a local actor system that logs nothing (its start-up line
 // would land between benchmark results).
@@ -45,10 +47,10 @@ func BenchmarkSeatDeliver(b *testing.B) {
 	sink := signalSink{got: make(chan struct{}, 1)}
 	pid, stop := benchSeat(b, sys, sink)
 	b.Cleanup(stop)
-	frame := OutFrame{Data: []byte{0x92, byte(protocol.ServerClockKind), 0x80}}
+	frame := actors.OutFrame{Data: []byte{0x92, byte(protocol.ServerClockKind), 0x80}}
 	b.ReportAllocs()
 	for b.Loop() {
-		sys.Root.Send(pid, envelope.Wrap(&SeatFrames{Epoch: 1, Frames: []OutFrame{frame}}))
+		sys.Root.Send(pid, envelope.Wrap(&actors.SeatFrames{Epoch: 1, Frames: []actors.OutFrame{frame}}))
 		<-sink.got
 	}
 }

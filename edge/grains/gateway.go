@@ -1,9 +1,8 @@
-package actors
+package grains
 
 import (
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/matchgrain/matchgrain/actors"
 	"github.com/matchgrain/matchgrain/cluster/envelope"
 	"github.com/matchgrain/matchgrain/internal/deadline"
 	"github.com/matchgrain/matchgrain/persistence"
@@ -32,14 +32,14 @@ var (
 	// ErrUnavailable: the match could not be reached in time; retry later.
 	ErrUnavailable = errors.New("match unavailable")
 	// ErrBadRequest: the request is invalid (unknown deck, bad seat).
-	ErrBadRequest = errors.New("bad request")
+	ErrBadRequest = actors.ErrBadRequest
 )
 
 // Requester routes a request to the grain of identity wherever it lives and
 // returns its reply. msg is a value registered with envelope.Register; the
 // reply may come back unwrapped or as an *envelope.Msg. cluster.Node
 // satisfies it, and is where grain calls are retried (timeouts, lost
-// members, and a Reply whose activation is going away: Reply.ActivationMoving);
+// members, and an actors.Reply whose activation is going away: actors.Reply.ActivationMoving);
 // the Gateway itself never retries.
 type Requester interface {
 	Request(ctx context.Context, identity, kind string, msg any) (any, error)
@@ -55,9 +55,9 @@ type GatewayConfig struct {
 	// Store records new matches.
 	Store persistence.Store
 	// Rules validates deck ids before a match is created.
-	Rules Rules
+	Rules actors.Rules
 	// Timing must be the grains' timing (SeatKeepAlive is shared).
-	Timing Timing
+	Timing actors.Timing
 	// Forget drops a finished match from this member's PID cache; may be nil.
 	Forget func(identity string)
 	// Logger; nil means slog.Default().
@@ -125,50 +125,17 @@ func newGateway(cfg GatewayConfig) *Gateway {
 	return g
 }
 
-// MatchSpec describes a match to create.
-type MatchSpec struct {
-	// Names are the players' display names, Decks their deck ids.
-	Names, Decks [2]string
-	// Bots marks the seats the match grain plays itself (a training match);
-	// no connection can take such a seat.
-	Bots [2]bool
-	// Seed is the engine seed; nil picks a random one.
-	Seed *uint64
-}
-
 // CreateMatch creates a match between two players (see Create).
 func (g *Gateway) CreateMatch(ctx context.Context, names [2]string, decks [2]string, seed *uint64) (string, error) {
-	return g.Create(ctx, MatchSpec{Names: names, Decks: decks, Seed: seed})
+	return g.Create(ctx, actors.MatchSpec{Names: names, Decks: decks, Seed: seed})
 }
 
 // Create validates the decks, records the match (seat kinds included)
-// durably and wakes its grain so that its clocks, and its bots, run from now.
-func (g *Gateway) Create(ctx context.Context, spec MatchSpec) (string, error) {
-	names, decks := spec.Names, spec.Decks
-	var s uint64
-	if spec.Seed != nil {
-		s = *spec.Seed
-	} else {
-		var b [8]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return "", fmt.Errorf("match seed: %w", err)
-		}
-		s = binary.LittleEndian.Uint64(b[:])
-	}
-	if _, _, err := g.cfg.Rules.New(s, decks); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrBadRequest, err)
-	}
-	id, err := newMatchID()
+// durably (actors.CreateMatch) and wakes its grain so that its clocks, and its bots, run from now.
+func (g *Gateway) Create(ctx context.Context, spec actors.MatchSpec) (string, error) {
+	id, err := actors.CreateMatch(ctx, g.cfg.Store, g.cfg.Rules, spec)
 	if err != nil {
 		return "", err
-	}
-	meta, err := encodeInternal(matchMeta{Names: names, Decks: decks, Seed: s, CreatedAt: time.Now().UnixMilli(), Bots: spec.Bots,
-		Version: RulesVersion(g.cfg.Rules)})
-	if err != nil {
-		return "", err
-	}
-	if err := g.cfg.Store.CreateMatch(ctx, id, meta); err != nil {
-		return "", fmt.Errorf("create match %s: %w", id, err)
 	}
 	// The wake gets at most half of what is left of the caller's time (and
 	// one attempt's bound): the match is durable already, so the caller
@@ -178,7 +145,7 @@ func (g *Gateway) Create(ctx context.Context, spec MatchSpec) (string, error) {
 	// wakes it at its next sweep.
 	started := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, wakeBudget(ctx, g.cfg.RequestTimeout))
-	_, err = g.call(wctx, id, &Wake{})
+	_, err = g.call(wctx, id, &actors.Wake{})
 	cancel()
 	if err != nil {
 		g.log.Warn("wake new match; left to the first attach or the reclaimer", "match", id,
@@ -198,7 +165,7 @@ func wakeBudget(ctx context.Context, attempt time.Duration) time.Duration {
 
 // MatchExists reports whether matchID names a match (activating it).
 func (g *Gateway) MatchExists(ctx context.Context, matchID string) (bool, error) {
-	_, err := g.call(ctx, matchID, &Wake{})
+	_, err := g.call(ctx, matchID, &actors.Wake{})
 	if errors.Is(err, ErrMatchNotFound) {
 		return false, nil
 	}
@@ -211,12 +178,12 @@ func (g *Gateway) MatchExists(ctx context.Context, matchID string) (bool, error)
 // call sends one request to a grain and turns its reply into an error
 // where it is one. It does not retry: the Requester does (cluster.Node
 // retries timeouts, lost members and activations that are going away, a
-// Reply with ReplyUnavailable, until ctx ends), so a grain call has one
+// actors.Reply with actors.ReplyUnavailable, until ctx ends), so a grain call has one
 // retry policy. The first attempt's success is handled here and everything
 // else in settle, so that the frame every edge reader carries while it
 // waits for its grain stays small (docs/performance.md §4, "A reader's
 // frames stay small").
-func (g *Gateway) call(ctx context.Context, matchID string, msg any) (*Reply, error) {
+func (g *Gateway) call(ctx context.Context, matchID string, msg any) (*actors.Reply, error) {
 	res, err := g.attempt(ctx, matchID, msg)
 	if err == nil {
 		if r := okReply(res); r != nil {
@@ -226,21 +193,21 @@ func (g *Gateway) call(ctx context.Context, matchID string, msg any) (*Reply, er
 	return g.settle(matchID, res, err)
 }
 
-// okReply returns v as a *Reply (unwrapped by the Requester or still in its
-// envelope) if it is one with ReplyOK.
-func okReply(v any) *Reply {
-	if r, ok := fromEnvelope(v).(*Reply); ok && r.Code == ReplyOK {
+// okReply returns v as a *actors.Reply (unwrapped by the Requester or still in its
+// envelope) if it is one with actors.ReplyOK.
+func okReply(v any) *actors.Reply {
+	if r, ok := fromEnvelope(v).(*actors.Reply); ok && r.Code == actors.ReplyOK {
 		return r
 	}
 	return nil
 }
 
-// settle is call's answer for anything but a ReplyOK: the sentinel of the
+// settle is call's answer for anything but an actors.ReplyOK: the sentinel of the
 // reply's code, or ErrUnavailable when no activation answered in time.
 //
 //go:noinline
-func (g *Gateway) settle(matchID string, res any, err error) (*Reply, error) {
-	var r *Reply
+func (g *Gateway) settle(matchID string, res any, err error) (*actors.Reply, error) {
+	var r *actors.Reply
 	if err == nil {
 		r, err = asReply(res)
 	}
@@ -248,19 +215,19 @@ func (g *Gateway) settle(matchID string, res any, err error) (*Reply, error) {
 		return nil, fmt.Errorf("%w: match %s: %w", ErrUnavailable, matchID, err)
 	}
 	switch r.Code {
-	case ReplyOK:
+	case actors.ReplyOK:
 		return r, nil
-	case ReplyNotFound:
+	case actors.ReplyNotFound:
 		return r, ErrMatchNotFound
-	case ReplyTicketUsed:
+	case actors.ReplyTicketUsed:
 		return r, ErrTicketUsed
-	case ReplyNotAttached:
+	case actors.ReplyNotAttached:
 		return r, errNotAttached
-	case ReplyReplaced:
+	case actors.ReplyReplaced:
 		return r, errReplaced
-	case ReplyBadRequest:
+	case actors.ReplyBadRequest:
 		return r, fmt.Errorf("%w: %s", ErrBadRequest, r.Message)
-	case ReplyUnavailable:
+	case actors.ReplyUnavailable:
 		// A Requester that does not retry (a test's) hands the moving
 		// activation's answer back; the next call must resolve the match
 		// again instead of reaching it through the cached PID.
@@ -281,7 +248,7 @@ func (g *Gateway) settle(matchID string, res any, err error) (*Reply, error) {
 // RequestTimeout.
 func (g *Gateway) attempt(ctx context.Context, matchID string, msg any) (any, error) {
 	if _, ok := ctx.Deadline(); ok {
-		return g.cfg.Cluster.Request(ctx, matchID, MatchKind, msg)
+		return g.cfg.Cluster.Request(ctx, matchID, actors.MatchKind, msg)
 	}
 	return g.attemptBounded(ctx, matchID, msg)
 }
@@ -294,7 +261,7 @@ func (g *Gateway) attempt(ctx context.Context, matchID string, msg any) (any, er
 func (g *Gateway) attemptBounded(ctx context.Context, matchID string, msg any) (any, error) {
 	rctx, cancel := context.WithTimeout(ctx, g.cfg.RequestTimeout)
 	defer cancel()
-	return g.cfg.Cluster.Request(rctx, matchID, MatchKind, msg)
+	return g.cfg.Cluster.Request(rctx, matchID, actors.MatchKind, msg)
 }
 
 var (
@@ -306,9 +273,9 @@ var (
 )
 
 // asReply accepts a reply unwrapped by the Requester or still in its envelope.
-func asReply(v any) (*Reply, error) {
+func asReply(v any) (*actors.Reply, error) {
 	v = fromEnvelope(v)
-	r, ok := v.(*Reply)
+	r, ok := v.(*actors.Reply)
 	if !ok {
 		return nil, fmt.Errorf("unexpected reply %T", v)
 	}
@@ -321,14 +288,6 @@ func fromEnvelope(v any) any {
 		return m.V
 	}
 	return v
-}
-
-func newMatchID() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("match id: %w", err)
-	}
-	return hex.EncodeToString(b[:]), nil
 }
 
 // SeatRequest asks to attach a connection to a seat.
@@ -346,7 +305,7 @@ type Sink interface {
 	Deliver(frames [][]byte)
 	// Detach says the seat lost its attachment for good (the connection
 	// should close).
-	Detach(reason DetachReason)
+	Detach(reason actors.DetachReason)
 }
 
 // OpenSeat attaches sink to a seat: the ticket is consumed by the grain
@@ -361,14 +320,14 @@ func (g *Gateway) OpenSeat(ctx context.Context, req SeatRequest, sink Sink) (*Se
 	if err := s.register(g.cfg.System, "seat-"+req.MatchID+"-"+mustRandomSuffix()); err != nil {
 		return nil, err
 	}
-	_, err := g.call(ctx, req.MatchID, &AttachSeat{
+	_, err := g.call(ctx, req.MatchID, &actors.AttachSeat{
 		Seat: req.Seat, TicketID: req.TicketID, TicketExpiresMs: req.TicketExpires.UnixMilli(),
 		ResumeFromSeq: req.ResumeFromSeq, SessionAddr: s.pid.Address, SessionID: s.pid.Id,
 	})
 	if err != nil {
 		s.proc.Stop(s.pid)
 		if errors.Is(err, errReplaced) {
-			// A newer connection of this seat holds it (seats.go onAttach).
+			// A newer connection of this seat holds it (actors/seats.go onAttach).
 			return nil, fmt.Errorf("%w: %w", ErrDetached, err)
 		}
 		return nil, err
@@ -447,12 +406,12 @@ func (s *Seat) Intent(ctx context.Context, intentID string, basedOnSeq int64, in
 	if err != nil {
 		return fmt.Errorf("%w: encode intent: %w", ErrBadRequest, err)
 	}
-	return s.request(ctx, &SubmitIntent{Seat: s.seat, SessionID: s.pid.Id, Frame: frame, Decoded: ci, SeenEpoch: s.epoch.Load()})
+	return s.request(ctx, &actors.SubmitIntent{Seat: s.seat, SessionID: s.pid.Id, Frame: frame, Decoded: ci, SeenEpoch: s.epoch.Load()})
 }
 
 // Resync asks for events from fromSeq or a snapshot, through the sink.
 func (s *Seat) Resync(ctx context.Context, fromSeq int64, full bool) error {
-	return s.request(ctx, &ResyncSeat{Seat: s.seat, SessionID: s.pid.Id, FromSeq: fromSeq, Full: full, SeenEpoch: s.epoch.Load()})
+	return s.request(ctx, &actors.ResyncSeat{Seat: s.seat, SessionID: s.pid.Id, FromSeq: fromSeq, Full: full, SeenEpoch: s.epoch.Load()})
 }
 
 // maxReattaches bounds the re-attaches of one request: during a rolling
@@ -504,12 +463,12 @@ func (s *Seat) reattach(ctx context.Context) error {
 	if s.detached.Load() {
 		return ErrDetached
 	}
-	_, err := s.gw.call(ctx, s.matchID, &AttachSeat{
+	_, err := s.gw.call(ctx, s.matchID, &actors.AttachSeat{
 		Seat: s.seat, Reattach: true, ResumeFromSeq: s.lastSeq.Load(), TicketExpiresMs: s.ticketExpiresMs,
 		SessionAddr: s.pid.Address, SessionID: s.pid.Id, SeenEpoch: s.epoch.Load(),
 	})
 	if errors.Is(err, errReplaced) {
-		s.detach(DetachReplaced)
+		s.detach(actors.DetachReplaced)
 		return ErrDetached
 	}
 	return err
@@ -521,7 +480,7 @@ func (s *Seat) Close(leave bool) {
 		s.gw.dropLive(s)
 		ctx, cancel := context.WithTimeout(context.Background(), s.gw.cfg.RequestTimeout)
 		defer cancel()
-		if _, err := s.gw.call(ctx, s.matchID, &DetachSeat{Seat: s.seat, SessionID: s.pid.Id, Leave: leave}); err != nil &&
+		if _, err := s.gw.call(ctx, s.matchID, &actors.DetachSeat{Seat: s.seat, SessionID: s.pid.Id, Leave: leave}); err != nil &&
 			!errors.Is(err, ErrMatchNotFound) {
 			s.gw.log.Debug("detach seat", "match", s.matchID, "seat", s.seat, "err", err)
 		}
@@ -649,9 +608,9 @@ func (g *Gateway) pingSlot(slot int, due map[string][]*Seat) bool {
 // ping sends one keep-alive for the seats of one match and settles each,
 // within ctx.
 func (g *Gateway) ping(ctx context.Context, matchID string, seats []*Seat) {
-	m := &SeatPing{Seat: seats[0].seat, SessionID: seats[0].pid.Id, SeenEpoch: seats[0].epoch.Load()}
+	m := &actors.SeatPing{Seat: seats[0].seat, SessionID: seats[0].pid.Id, SeenEpoch: seats[0].epoch.Load()}
 	for _, s := range seats[1:] {
-		m.More = append(m.More, PingedSeat{Seat: s.seat, SessionID: s.pid.Id})
+		m.More = append(m.More, actors.PingedSeat{Seat: s.seat, SessionID: s.pid.Id})
 		m.SeenEpoch = max(m.SeenEpoch, s.epoch.Load())
 	}
 	r, err := g.call(ctx, matchID, m)
@@ -683,13 +642,13 @@ func (s *Seat) pinged(err error) {
 		}
 		if time.Since(s.failingSince) > s.gw.cfg.ReattachTimeout {
 			s.gw.log.Warn("seat lost its match", "match", s.matchID, "seat", s.seat, "err", err)
-			s.detach(DetachUnavailable)
+			s.detach(actors.DetachUnavailable)
 			s.gw.dropLive(s)
 		}
 	}
 }
 
-func (s *Seat) detach(reason DetachReason) {
+func (s *Seat) detach(reason actors.DetachReason) {
 	if s.detached.CompareAndSwap(false, true) {
 		s.sink.Detach(reason)
 	}
@@ -762,9 +721,9 @@ func (p *seatProcess) SendUserMessage(_ *actor.PID, message any) {
 		return
 	}
 	switch v := m.V.(type) {
-	case *SeatFrames:
+	case *actors.SeatFrames:
 		p.s.onFrames(v)
-	case *SeatDetached:
+	case *actors.SeatDetached:
 		if v.Epoch >= p.s.epoch.Load() {
 			p.s.detach(v.Reason)
 		}
@@ -798,7 +757,7 @@ func (s *Seat) logger() *slog.Logger {
 
 // onFrames filters one push and hands what is left to the sink; the caller
 // holds proc.mu.
-func (s *Seat) onFrames(f *SeatFrames) {
+func (s *Seat) onFrames(f *actors.SeatFrames) {
 	cur := s.epoch.Load()
 	if f.Epoch < cur {
 		return
@@ -847,14 +806,26 @@ func (s *Seat) initialDone() bool {
 
 // isPushedEvents, isSnapshot and isHello look at the frame's union key: a
 // ServerEvents frame starts with the fixarray(2) byte 0x92 then key 2.
-func isPushedEvents(f OutFrame) bool {
+func isPushedEvents(f actors.OutFrame) bool {
 	return len(f.Data) > 1 && f.Data[1] == byte(protocol.ServerEventsKind)
 }
 
-func isSnapshot(f OutFrame) bool {
+func isSnapshot(f actors.OutFrame) bool {
 	return len(f.Data) > 1 && f.Data[1] == byte(protocol.ServerSnapshotKind)
 }
 
-func isHello(f OutFrame) bool {
+func isHello(f actors.OutFrame) bool {
 	return len(f.Data) > 1 && f.Data[1] == byte(protocol.ServerHelloKind)
+}
+
+// Status returns the status of matchID (activating its grain).
+func (g *Gateway) Status(ctx context.Context, matchID string) (*actors.MatchStatus, error) {
+	r, err := g.call(ctx, matchID, &actors.Inspect{})
+	if err != nil {
+		return nil, err
+	}
+	if r.Status == nil {
+		return nil, fmt.Errorf("match %s: status missing from the grain's answer", matchID)
+	}
+	return r.Status, nil
 }
