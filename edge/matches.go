@@ -10,7 +10,7 @@ import (
 
 // Matches is the edge's view of the match cluster. The edge holds no match
 // state: everything it knows about a match comes through this interface, which
-// the actors package's Gateway satisfies. All methods are safe for concurrent
+// edge/grains' Gateway satisfies. All methods are safe for concurrent
 // use and may block until ctx is done.
 type Matches interface {
 	// CreateMatch creates the match spec describes and returns its id.

@@ -448,7 +448,7 @@ func run(ctx context.Context, o options, base *slog.Logger) error {
 		HTTPWriteTimeout: o.limits.HTTPWriteTimeout, HTTPIdleTimeout: o.limits.HTTPIdleTimeout, WriteTimeout: o.limits.WriteTimeout,
 		IntentsPerSecond: o.limits.IntentsPerSecond, IntentBurst: o.limits.IntentBurst,
 		AbuseFactor: o.limits.AbuseFactor, AbuseWindow: o.limits.AbuseWindow,
-	}, grains.Matches(gw))
+	}, gw)
 	if err != nil {
 		node.Kill()
 		return err

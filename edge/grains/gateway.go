@@ -18,22 +18,16 @@ import (
 
 	"github.com/matchgrain/matchgrain/actors"
 	"github.com/matchgrain/matchgrain/cluster/envelope"
+	"github.com/matchgrain/matchgrain/edge"
 	"github.com/matchgrain/matchgrain/internal/deadline"
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
-// Errors the Gateway returns for callers to branch on.
-var (
-	// ErrMatchNotFound: no match has that id.
-	ErrMatchNotFound = errors.New("match not found")
-	// ErrTicketUsed: the ticket was consumed before (single use, durable).
-	ErrTicketUsed = errors.New("ticket already used")
-	// ErrUnavailable: the match could not be reached in time; retry later.
-	ErrUnavailable = errors.New("match unavailable")
-	// ErrBadRequest: the request is invalid (unknown deck, bad seat).
-	ErrBadRequest = actors.ErrBadRequest
-)
+// The Gateway is the edge's Matches: its errors are the edge's sentinels
+// (edge.ErrMatchNotFound, edge.ErrTicketUsed, edge.ErrUnavailable, edge.ErrBadRequest),
+// with the cause kept in the chain.
+var _ edge.Matches = (*Gateway)(nil)
 
 // Requester routes a request to the grain of identity wherever it lives and
 // returns its reply. msg is a value registered with envelope.Register; the
@@ -125,15 +119,14 @@ func newGateway(cfg GatewayConfig) *Gateway {
 	return g
 }
 
-// CreateMatch creates a match between two players (see Create).
-func (g *Gateway) CreateMatch(ctx context.Context, names [2]string, decks [2]string, seed *uint64) (string, error) {
-	return g.Create(ctx, actors.MatchSpec{Names: names, Decks: decks, Seed: seed})
-}
-
-// Create validates the decks, records the match (seat kinds included)
-// durably (actors.CreateMatch) and wakes its grain so that its clocks, and its bots, run from now.
-func (g *Gateway) Create(ctx context.Context, spec actors.MatchSpec) (string, error) {
-	id, err := actors.CreateMatch(ctx, g.cfg.Store, g.cfg.Rules, spec)
+// CreateMatch validates the decks, records the match (seat kinds included)
+// durably (actors.CreateMatch) and wakes its grain so that its clocks, and
+// its bots, run from now.
+func (g *Gateway) CreateMatch(ctx context.Context, spec edge.MatchSpec) (string, error) {
+	id, err := actors.CreateMatch(ctx, g.cfg.Store, g.cfg.Rules, actors.MatchSpec(spec))
+	if errors.Is(err, actors.ErrBadRequest) {
+		return "", fmt.Errorf("%w: %w", edge.ErrBadRequest, err)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -154,7 +147,7 @@ func (g *Gateway) Create(ctx context.Context, spec actors.MatchSpec) (string, er
 	return id, nil
 }
 
-// wakeBudget is how long Create waits for a new match's grain: one
+// wakeBudget is how long CreateMatch waits for a new match's grain: one
 // attempt's bound, and no more than half the time ctx has left.
 func wakeBudget(ctx context.Context, attempt time.Duration) time.Duration {
 	if dl, ok := ctx.Deadline(); ok {
@@ -166,7 +159,7 @@ func wakeBudget(ctx context.Context, attempt time.Duration) time.Duration {
 // MatchExists reports whether matchID names a match (activating it).
 func (g *Gateway) MatchExists(ctx context.Context, matchID string) (bool, error) {
 	_, err := g.call(ctx, matchID, &actors.Wake{})
-	if errors.Is(err, ErrMatchNotFound) {
+	if errors.Is(err, edge.ErrMatchNotFound) {
 		return false, nil
 	}
 	if err != nil {
@@ -203,7 +196,7 @@ func okReply(v any) *actors.Reply {
 }
 
 // settle is call's answer for anything but an actors.ReplyOK: the sentinel of the
-// reply's code, or ErrUnavailable when no activation answered in time.
+// reply's code, or edge.ErrUnavailable when no activation answered in time.
 //
 //go:noinline
 func (g *Gateway) settle(matchID string, res any, err error) (*actors.Reply, error) {
@@ -212,21 +205,21 @@ func (g *Gateway) settle(matchID string, res any, err error) (*actors.Reply, err
 		r, err = asReply(res)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: match %s: %w", ErrUnavailable, matchID, err)
+		return nil, fmt.Errorf("%w: match %s: %w", edge.ErrUnavailable, matchID, err)
 	}
 	switch r.Code {
 	case actors.ReplyOK:
 		return r, nil
 	case actors.ReplyNotFound:
-		return r, ErrMatchNotFound
+		return r, edge.ErrMatchNotFound
 	case actors.ReplyTicketUsed:
-		return r, ErrTicketUsed
+		return r, edge.ErrTicketUsed
 	case actors.ReplyNotAttached:
 		return r, errNotAttached
 	case actors.ReplyReplaced:
 		return r, errReplaced
 	case actors.ReplyBadRequest:
-		return r, fmt.Errorf("%w: %s", ErrBadRequest, r.Message)
+		return r, fmt.Errorf("%w: %s", edge.ErrBadRequest, r.Message)
 	case actors.ReplyUnavailable:
 		// A Requester that does not retry (a test's) hands the moving
 		// activation's answer back; the next call must resolve the match
@@ -235,7 +228,7 @@ func (g *Gateway) settle(matchID string, res any, err error) (*actors.Reply, err
 			g.cfg.Forget(matchID)
 		}
 	}
-	return nil, fmt.Errorf("%w: match %s: grain: %s", ErrUnavailable, matchID, r.Message)
+	return nil, fmt.Errorf("%w: match %s: grain: %s", edge.ErrUnavailable, matchID, r.Message)
 }
 
 // attempt is one request of call. A ctx with a deadline (every edge
@@ -268,8 +261,9 @@ var (
 	errNotAttached = errors.New("seat not attached")
 	errReplaced    = errors.New("seat replaced by another connection")
 	// ErrDetached: the seat lost its attachment for good (replaced, or its
-	// match could not be found again); the connection should close.
-	ErrDetached = errors.New("seat detached")
+	// match could not be found again); the connection should close. It is
+	// an edge.ErrUnavailable: the client reconnects and resumes.
+	ErrDetached = fmt.Errorf("%w: seat detached", edge.ErrUnavailable)
 )
 
 // asReply accepts a reply unwrapped by the Requester or still in its envelope.
@@ -290,30 +284,12 @@ func fromEnvelope(v any) any {
 	return v
 }
 
-// SeatRequest asks to attach a connection to a seat.
-type SeatRequest struct {
-	MatchID       string
-	Seat          int
-	TicketID      string
-	TicketExpires time.Time
-	ResumeFromSeq int64
-}
-
-// Sink receives one seat's frames. Deliver must not block; calls never overlap.
-type Sink interface {
-	// Deliver hands over encoded server frames, in order.
-	Deliver(frames [][]byte)
-	// Detach says the seat lost its attachment for good (the connection
-	// should close).
-	Detach(reason actors.DetachReason)
-}
-
 // OpenSeat attaches sink to a seat: the ticket is consumed by the grain
 // (exactly once, durably), and when OpenSeat returns the sink has been given
 // the ServerHello and the snapshot or resume events (docs/protocol.md §4.2).
-func (g *Gateway) OpenSeat(ctx context.Context, req SeatRequest, sink Sink) (*Seat, error) {
+func (g *Gateway) OpenSeat(ctx context.Context, req edge.OpenSeatRequest, sink edge.SeatSink) (edge.Seat, error) {
 	if req.Seat < 0 || req.Seat > 1 {
-		return nil, fmt.Errorf("%w: seat %d", ErrBadRequest, req.Seat)
+		return nil, fmt.Errorf("%w: seat %d", edge.ErrBadRequest, req.Seat)
 	}
 	s := &Seat{gw: g, matchID: req.MatchID, seat: req.Seat, sink: sink, initial: make(chan struct{}), ticketExpiresMs: req.TicketExpires.UnixMilli()}
 	s.lastSeq.Store(req.ResumeFromSeq)
@@ -339,7 +315,7 @@ func (g *Gateway) OpenSeat(ctx context.Context, req SeatRequest, sink Sink) (*Se
 	case <-s.initial:
 	case <-ctx.Done():
 		s.Close(false)
-		return nil, fmt.Errorf("%w: no initial frames: %w", ErrUnavailable, ctx.Err())
+		return nil, fmt.Errorf("%w: no initial frames: %w", edge.ErrUnavailable, ctx.Err())
 	}
 	g.addLive(s)
 	return s, nil
@@ -375,7 +351,7 @@ type Seat struct {
 	gw      *Gateway
 	matchID string
 	seat    int
-	sink    Sink
+	sink    edge.SeatSink
 	pid     *actor.PID
 	// proc is what pid resolves to in the process registry (register).
 	proc seatProcess
@@ -404,7 +380,7 @@ func (s *Seat) Intent(ctx context.Context, intentID string, basedOnSeq int64, in
 	ci := &protocol.ClientIntent{IntentID: intentID, BasedOnSeq: basedOnSeq, Intent: in}
 	frame, err := protocol.EncodeClientFrame(ci)
 	if err != nil {
-		return fmt.Errorf("%w: encode intent: %w", ErrBadRequest, err)
+		return fmt.Errorf("%w: encode intent: %w", edge.ErrBadRequest, err)
 	}
 	return s.request(ctx, &actors.SubmitIntent{Seat: s.seat, SessionID: s.pid.Id, Frame: frame, Decoded: ci, SeenEpoch: s.epoch.Load()})
 }
@@ -449,7 +425,7 @@ func (s *Seat) reattachAndRepeat(ctx context.Context, msg any, err error) error 
 			return err
 		}
 		if attempt == maxReattaches {
-			return fmt.Errorf("%w: match %s: %w after %d re-attaches", ErrUnavailable, s.matchID, err, attempt)
+			return fmt.Errorf("%w: match %s: %w after %d re-attaches", edge.ErrUnavailable, s.matchID, err, attempt)
 		}
 		if err := s.reattach(ctx); err != nil {
 			return err
@@ -468,7 +444,7 @@ func (s *Seat) reattach(ctx context.Context) error {
 		SessionAddr: s.pid.Address, SessionID: s.pid.Id, SeenEpoch: s.epoch.Load(),
 	})
 	if errors.Is(err, errReplaced) {
-		s.detach(actors.DetachReplaced)
+		s.detach(edge.DetachReplaced)
 		return ErrDetached
 	}
 	return err
@@ -481,7 +457,7 @@ func (s *Seat) Close(leave bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), s.gw.cfg.RequestTimeout)
 		defer cancel()
 		if _, err := s.gw.call(ctx, s.matchID, &actors.DetachSeat{Seat: s.seat, SessionID: s.pid.Id, Leave: leave}); err != nil &&
-			!errors.Is(err, ErrMatchNotFound) {
+			!errors.Is(err, edge.ErrMatchNotFound) {
 			s.gw.log.Debug("detach seat", "match", s.matchID, "seat", s.seat, "err", err)
 		}
 		s.proc.Stop(s.pid)
@@ -642,13 +618,13 @@ func (s *Seat) pinged(err error) {
 		}
 		if time.Since(s.failingSince) > s.gw.cfg.ReattachTimeout {
 			s.gw.log.Warn("seat lost its match", "match", s.matchID, "seat", s.seat, "err", err)
-			s.detach(actors.DetachUnavailable)
+			s.detach(edge.DetachUnavailable)
 			s.gw.dropLive(s)
 		}
 	}
 }
 
-func (s *Seat) detach(reason actors.DetachReason) {
+func (s *Seat) detach(reason edge.DetachReason) {
 	if s.detached.CompareAndSwap(false, true) {
 		s.sink.Detach(reason)
 	}
@@ -696,7 +672,7 @@ func (s *Seat) register(sys *actor.ActorSystem, id string) error {
 }
 
 // SendUserMessage implements actor.Process: it takes a grain's push, in the
-// caller's goroutine. The sink must not block (Sink), so the critical
+// caller's goroutine. The sink must not block (edge.SeatSink), so the critical
 // section is short; nothing in it calls a grain or the cluster.
 func (p *seatProcess) SendUserMessage(_ *actor.PID, message any) {
 	// Remote delivery, and a sender with middleware, wrap the message.
@@ -725,8 +701,21 @@ func (p *seatProcess) SendUserMessage(_ *actor.PID, message any) {
 		p.s.onFrames(v)
 	case *actors.SeatDetached:
 		if v.Epoch >= p.s.epoch.Load() {
-			p.s.detach(v.Reason)
+			p.s.detach(edgeReason(v.Reason))
 		}
+	}
+}
+
+// edgeReason is the edge's name for a grain's detach reason; what the edge
+// does not know means the attachment is lost (the client resumes).
+func edgeReason(r actors.DetachReason) edge.DetachReason {
+	switch r {
+	case actors.DetachReplaced:
+		return edge.DetachReplaced
+	case actors.DetachShutdown:
+		return edge.DetachShutdown
+	default:
+		return edge.DetachUnavailable
 	}
 }
 

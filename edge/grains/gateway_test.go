@@ -14,6 +14,7 @@ import (
 	"github.com/matchgrain/matchgrain/persistence/pgtest"
 
 	"github.com/matchgrain/matchgrain/actors"
+	"github.com/matchgrain/matchgrain/edge"
 )
 
 // unreachableGrains is a cluster in which no grain ever answers (its owner
@@ -55,7 +56,7 @@ func TestCreateAnswersWhileTheGrainIsUnreachable(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			callerDeadline, _ := ctx.Deadline()
-			id, err := gw.Create(ctx, actors.MatchSpec{Names: [2]string{"a", "b"}, Decks: [2]string{"S1", "S2"}})
+			id, err := gw.CreateMatch(ctx, edge.MatchSpec{Names: [2]string{"a", "b"}, Decks: [2]string{"S1", "S2"}})
 			if err != nil {
 				t.Fatalf("Create: %v", err)
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/matchgrain/matchgrain/actors"
+	"github.com/matchgrain/matchgrain/edge"
 	"github.com/matchgrain/matchgrain/edge/grains"
 	"github.com/matchgrain/matchgrain/edge/grains/grainstest"
 )
@@ -65,14 +66,14 @@ func TestKeepAliveOnePingPerMatch(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	id, err := gw.Create(ctx, actors.MatchSpec{Names: [2]string{"A", "B"}, Decks: [2]string{"S1", "S2"}})
+	id, err := gw.CreateMatch(ctx, edge.MatchSpec{Names: [2]string{"A", "B"}, Decks: [2]string{"S1", "S2"}})
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
 	var sinks [2]*detachSink
 	for seat := range sinks {
-		sinks[seat] = &detachSink{detached: make(chan actors.DetachReason, 1)}
-		s, err := gw.OpenSeat(ctx, grains.SeatRequest{MatchID: id, Seat: seat, TicketID: fmt.Sprintf("keepalive-%d", seat),
+		sinks[seat] = &detachSink{detached: make(chan edge.DetachReason, 1)}
+		s, err := gw.OpenSeat(ctx, edge.OpenSeatRequest{MatchID: id, Seat: seat, TicketID: fmt.Sprintf("keepalive-%d", seat),
 			TicketExpires: time.Now().Add(time.Minute)}, sinks[seat])
 		if err != nil {
 			t.Fatalf("open seat %d: %v", seat, err)
@@ -104,11 +105,11 @@ func TestKeepAliveOnePingPerMatch(t *testing.T) {
 }
 
 // detachSink drops frames and tells of a detach.
-type detachSink struct{ detached chan actors.DetachReason }
+type detachSink struct{ detached chan edge.DetachReason }
 
 func (detachSink) Deliver([][]byte) {}
 
-func (k *detachSink) Detach(r actors.DetachReason) {
+func (k *detachSink) Detach(r edge.DetachReason) {
 	select {
 	case k.detached <- r:
 	default:

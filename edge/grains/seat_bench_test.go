@@ -12,13 +12,14 @@ import (
 	"github.com/matchgrain/matchgrain/protocol"
 
 	"github.com/matchgrain/matchgrain/actors"
+	"github.com/matchgrain/matchgrain/edge"
 )
 
 // signalSink tells on got that a Deliver happened; it keeps nothing.
 type signalSink struct{ got chan struct{} }
 
-func (k signalSink) Deliver([][]byte)           { k.got <- struct{}{} }
-func (k signalSink) Detach(actors.DetachReason) {}
+func (k signalSink) Deliver([][]byte)         { k.got <- struct{}{} }
+func (k signalSink) Detach(edge.DetachReason) {}
 
 // quietSystem is a local actor system that logs nothing (its start-up line
 // would land between benchmark results).
@@ -30,7 +31,7 @@ func quietSystem() *actor.ActorSystem {
 
 // benchSeat gives a seat that only receives (no gateway, no grain), the PID
 // a grain would push to, and how to end it.
-func benchSeat(tb testing.TB, sys *actor.ActorSystem, sink Sink) (*actor.PID, func()) {
+func benchSeat(tb testing.TB, sys *actor.ActorSystem, sink edge.SeatSink) (*actor.PID, func()) {
 	s := &Seat{matchID: "bench", sink: sink, initial: make(chan struct{})}
 	if err := s.register(sys, "seat-bench-"+mustRandomSuffix()); err != nil {
 		tb.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/matchgrain/matchgrain/protocol"
 
 	"github.com/matchgrain/matchgrain/actors"
+	"github.com/matchgrain/matchgrain/edge"
 )
 
 // overlapSink records what it is given and counts Deliver calls that ran
@@ -28,7 +29,7 @@ type overlapSink struct {
 	overlaps atomic.Int32
 	mu       sync.Mutex
 	frames   [][]byte
-	detached []actors.DetachReason
+	detached []edge.DetachReason
 }
 
 func (k *overlapSink) Deliver(frames [][]byte) {
@@ -42,7 +43,7 @@ func (k *overlapSink) Deliver(frames [][]byte) {
 	k.inFlight.Add(-1)
 }
 
-func (k *overlapSink) Detach(r actors.DetachReason) {
+func (k *overlapSink) Detach(r edge.DetachReason) {
 	k.mu.Lock()
 	k.detached = append(k.detached, r)
 	k.mu.Unlock()
@@ -72,7 +73,7 @@ func numberedFrame(sender, n int) actors.OutFrame {
 
 // registeredSeat is a seat of match "m" registered in a fresh actor system,
 // unregistered when the test ends.
-func registeredSeat(t *testing.T, sink Sink) (*actor.ActorSystem, *Seat) {
+func registeredSeat(t *testing.T, sink edge.SeatSink) (*actor.ActorSystem, *Seat) {
 	t.Helper()
 	sys := quietSystem()
 	t.Cleanup(sys.Shutdown)
@@ -136,7 +137,7 @@ func TestSeatProcessSerializesSenders(t *testing.T) {
 		t.Fatalf("a stale activation's actors.SeatDetached detached the seat: %v", sink.detached)
 	}
 	sys.Root.Send(s.pid, envelope.Wrap(&actors.SeatDetached{Epoch: 1, Reason: actors.DetachReplaced}))
-	if len(sink.detached) != 1 || sink.detached[0] != actors.DetachReplaced {
+	if len(sink.detached) != 1 || sink.detached[0] != edge.DetachReplaced {
 		t.Fatalf("detached %v, want [Replaced]", sink.detached)
 	}
 }
@@ -235,14 +236,14 @@ func TestOpenSeatFailureUnregisters(t *testing.T) {
 		code actors.ReplyCode
 		want error
 	}{
-		{"refused", actors.ReplyNotFound, ErrMatchNotFound},
-		{"no initial frames", actors.ReplyOK, ErrUnavailable},
+		{"refused", actors.ReplyNotFound, edge.ErrMatchNotFound},
+		{"no initial frames", actors.ReplyOK, edge.ErrUnavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := testGateway(sys, attachOnly{tc.code})
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			defer cancel()
-			_, err := g.OpenSeat(ctx, SeatRequest{MatchID: "m", Seat: 0, TicketID: "t"}, &overlapSink{})
+			_, err := g.OpenSeat(ctx, edge.OpenSeatRequest{MatchID: "m", Seat: 0, TicketID: "t"}, &overlapSink{})
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("OpenSeat: %v, want %v", err, tc.want)
 			}

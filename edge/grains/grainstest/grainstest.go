@@ -39,7 +39,7 @@ type Options struct {
 type Node struct {
 	// Member is the cluster member hosting the match grains.
 	Member *mgcluster.Node
-	// Gateway is the member's grains.Gateway that the Matches adapts.
+	// Gateway is the member's grains.Gateway, the edge.Matches returned.
 	Gateway *grains.Gateway
 	// Store is Options.Store or the embedded store opened for the test.
 	Store persistence.Store
@@ -110,7 +110,7 @@ func NewMatches(t testing.TB, opts Options) (edge.Matches, *Node) {
 	if err != nil {
 		t.Fatalf("grainstest: gateway: %v", err)
 	}
-	return grains.Matches(gw), &Node{Member: member, Gateway: gw, Store: store, Timing: timing}
+	return gw, &Node{Member: member, Gateway: gw, Store: store, Timing: timing}
 }
 
 func randomHex(t testing.TB, n int) string {
