@@ -195,14 +195,11 @@ func (s *testSeat) detach(r DetachReason) {
 	}
 }
 
-// Intent submits an intent; its result arrives through the sink.
+// Intent submits an intent, as a local edge seat does (the value, no
+// frame); its result arrives through the sink.
 func (s *testSeat) Intent(ctx context.Context, intentID string, basedOnSeq int64, in protocol.Intent) error {
 	ci := &protocol.ClientIntent{IntentID: intentID, BasedOnSeq: basedOnSeq, Intent: in}
-	frame, err := protocol.EncodeClientFrame(ci)
-	if err != nil {
-		return err
-	}
-	return s.request(ctx, &SubmitIntent{Seat: s.seat, SessionID: s.pid.Id, Frame: frame, Decoded: ci, SeenEpoch: s.epoch.Load()})
+	return s.request(ctx, &SubmitIntent{Seat: s.seat, SessionID: s.pid.Id, Intent: ci, SeenEpoch: s.epoch.Load()})
 }
 
 // Resync asks for events from fromSeq, or a snapshot.

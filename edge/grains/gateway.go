@@ -375,14 +375,11 @@ type Seat struct {
 // LastSeq is the last event seq delivered to this seat.
 func (s *Seat) LastSeq() int64 { return s.lastSeq.Load() }
 
-// Intent submits an intent; the result and events arrive through the sink.
-func (s *Seat) Intent(ctx context.Context, intentID string, basedOnSeq int64, in protocol.Intent) error {
-	ci := &protocol.ClientIntent{IntentID: intentID, BasedOnSeq: basedOnSeq, Intent: in}
-	frame, err := protocol.EncodeClientFrame(ci)
-	if err != nil {
-		return fmt.Errorf("%w: encode intent: %w", edge.ErrBadRequest, err)
-	}
-	return s.request(ctx, &actors.SubmitIntent{Seat: s.seat, SessionID: s.pid.Id, Frame: frame, Decoded: ci, SeenEpoch: s.epoch.Load()})
+// Intent submits an intent as the edge decoded it; the result and events
+// arrive through the sink. ci reaches a grain on this member as it is, and
+// is encoded only to cross the wire to another (actors.SubmitIntent).
+func (s *Seat) Intent(ctx context.Context, ci *protocol.ClientIntent) error {
+	return s.request(ctx, &actors.SubmitIntent{Seat: s.seat, SessionID: s.pid.Id, Intent: ci, SeenEpoch: s.epoch.Load()})
 }
 
 // Resync asks for events from fromSeq or a snapshot, through the sink.

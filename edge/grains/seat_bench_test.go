@@ -1,10 +1,12 @@
 package grains
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -85,4 +87,27 @@ func BenchmarkSeatLiveHeap(b *testing.B) {
 		clear(stops)
 	}
 	b.ReportMetric(perSeat, "B/seat")
+}
+
+// BenchmarkSeatIntent measures what a seat spends to hand one decoded intent
+// to its grain's requester (one that answers at once): the path of every
+// intent between the edge's session and the cluster.
+func BenchmarkSeatIntent(b *testing.B) {
+	sys := quietSystem()
+	b.Cleanup(sys.Shutdown)
+	s := &Seat{gw: testGateway(sys, okRequester{}), matchID: "bench", sink: signalSink{}, initial: make(chan struct{})}
+	if err := s.register(sys, "seat-bench-"+mustRandomSuffix()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.proc.Stop(s.pid) })
+	ci := &protocol.ClientIntent{IntentID: "0f8e2a4c-5b1d-4e7a-9c3f-2d6b8a1e0c57", BasedOnSeq: 41,
+		Intent: protocol.Call{PrintingID: "E-01", Slot: 3}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.Intent(ctx, ci); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
