@@ -51,8 +51,7 @@ func CreateMatch(ctx context.Context, store persistence.Store, rules Rules, spec
 	if err != nil {
 		return "", err
 	}
-	meta, err := encodeInternal(matchMeta{Names: names, Decks: decks, Seed: s, CreatedAt: time.Now().UnixMilli(), Bots: spec.Bots,
-		Version: RulesVersion(rules)})
+	meta, err := EncodeMatchMeta(names, decks, s, time.Now().UnixMilli(), spec.Bots, rules)
 	if err != nil {
 		return "", err
 	}

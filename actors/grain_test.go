@@ -343,7 +343,7 @@ func TestGrainTicketIsSingleUse(t *testing.T) {
 
 // An attach whose answer is lost after its ticket was recorded (here the
 // store's reply; in a cluster, the grain moving between the two) is retried
-// by the gateway for the same connection: the retry must open the seat,
+// by the cluster request for the same connection: the retry must open the seat,
 // while another connection presenting the same ticket stays refused.
 func TestGrainRetriedAttachKeepsItsTicket(t *testing.T) {
 	for _, sk := range storeKinds {

@@ -12,7 +12,7 @@ import (
 // MatchKind is the cluster kind of match grains.
 const MatchKind = "match"
 
-// The messages below travel between an edge seat (or Gateway) and a
+// The messages below travel between an edge seat (edge/grains) and a
 // match grain, wrapped in envelope.Msg. They are internal to the cluster:
 // members trust each other, clients never produce them directly.
 

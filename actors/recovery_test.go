@@ -31,7 +31,7 @@ func fullView(t *testing.T, s *testSeat, k *frameSink) protocol.MatchView {
 }
 
 // A write that landed but whose acknowledgement was lost: the activation
-// halts and answers Unavailable, the gateway re-sends the intent to a new
+// halts and answers Unavailable, the cluster request re-sends the intent to a new
 // activation rebuilt from the log, and there it is a duplicate, not a second
 // application.
 func TestGrainLostAppendAckIsNotAppliedTwice(t *testing.T) {
@@ -48,7 +48,7 @@ func testLostAppendAck(t *testing.T, tn *testNode) {
 
 	tn.store.LoseReplyNext(persistence.MethodAppend, 1, nil)
 	sendIntent(t, s0, "x", 1, protocol.EndTurn{})
-	// The halted activation answers Unavailable; the gateway re-sends "x"
+	// The halted activation answers Unavailable; the request re-sends "x"
 	// to a new activation, which finds it in the rebuilt journal.
 	res := expectResult(t, k0, "x")
 	if !res.Accepted || !res.Duplicate || res.EventSeq != 4 {
@@ -87,7 +87,7 @@ func testFenced(t *testing.T, tn *testNode) {
 	}
 	sendIntent(t, s0, "y", 1, protocol.EndTurn{})
 	// The fenced activation's write fails and it answers Unavailable; the
-	// gateway re-sends "y" to a newer activation, which applies it once.
+	// request re-sends "y" to a newer activation, which applies it once.
 	res := expectResult(t, k0, "y")
 	if !res.Accepted || res.Duplicate || res.EventSeq != 4 {
 		t.Fatalf("intent sent to the fenced activation: %+v, want accepted once at seq 4", res)
