@@ -25,16 +25,16 @@ import (
 )
 
 // The Gateway is the edge's Matches: its errors are the edge's sentinels
-// (edge.ErrMatchNotFound, edge.ErrTicketUsed, edge.ErrUnavailable, edge.ErrBadRequest),
-// with the cause kept in the chain.
+// (edge.ErrMatchNotFound, edge.ErrTicketUsed, edge.ErrUnavailable,
+// edge.ErrBadRequest), with the cause kept in the chain.
 var _ edge.Matches = (*Gateway)(nil)
 
 // Requester routes a request to the grain of identity wherever it lives and
 // returns its reply. msg is a value registered with envelope.Register; the
 // reply may come back unwrapped or as an *envelope.Msg. cluster.Node
 // satisfies it, and is where grain calls are retried (timeouts, lost
-// members, and an actors.Reply whose activation is going away: actors.Reply.ActivationMoving);
-// the Gateway itself never retries.
+// members, and an actors.Reply whose activation is going away:
+// actors.Reply.ActivationMoving); the Gateway itself never retries.
 type Requester interface {
 	Request(ctx context.Context, identity, kind string, msg any) (any, error)
 }
