@@ -56,24 +56,18 @@ func (g *Core) botAct(now int64, k func()) {
 		return
 	}
 	id := fmt.Sprintf("bot-%d", g.logSeq+1)
-	frame, err := protocol.EncodeClientFrame(&protocol.ClientIntent{IntentID: id, BasedOnSeq: g.engine.LastSeq(), Intent: in})
-	if err != nil {
-		g.log.Error("encode bot intent", "seat", seat, "err", err)
-		g.botStuckAt = g.logSeq + 1
-		k()
-		return
-	}
 	before := g.logSeq
-	g.handleIntent(nil, &SubmitIntent{Seat: seat, Frame: frame}, func(code ReplyCode, msg string) {
-		if g.state == stateRunning && (code != ReplyOK || g.logSeq == before) {
-			// A legal command the engine refuses is a rules bug: the bot
-			// stops trying at this position and its decision clock bounds
-			// the match.
-			g.log.Error("bot intent not accepted", "seat", seat, "intent", in.IntentKind().String(), "code", int(code), "msg", msg)
-			g.botStuckAt = g.logSeq + 1
-		}
-		k()
-	})
+	g.handleIntent(nil, &SubmitIntent{Seat: seat, Intent: &protocol.ClientIntent{IntentID: id, BasedOnSeq: g.engine.LastSeq(), Intent: in}},
+		func(code ReplyCode, msg string) {
+			if g.state == stateRunning && (code != ReplyOK || g.logSeq == before) {
+				// A legal command the engine refuses is a rules bug: the
+				// bot stops trying at this position and its decision clock
+				// bounds the match.
+				g.log.Error("bot intent not accepted", "seat", seat, "intent", in.IntentKind().String(), "code", int(code), "msg", msg)
+				g.botStuckAt = g.logSeq + 1
+			}
+			k()
+		})
 }
 
 // botChoice picks the bot's intent with the one bot policy (game/botpolicy),
