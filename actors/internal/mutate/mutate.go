@@ -31,9 +31,7 @@ const (
 	// StaleAttachKeepsSeat: a re-attach never takes the seat back, so a
 	// stale attach of an older connection that reached a new activation
 	// first keeps the seat and refuses the player's newest connection.
-	// Too rare for TestMutations's run: seed 768619 caught it until store
-	// answers became inputs of the core; no seed of the first 1,059,554
-	// catches it since (see TestSimulationRegressions).
+	// Too rare for TestMutations's run: regression seed 1127362 catches it.
 	StaleAttachKeepsSeat
 	// TimeoutCountsAsAppended: an append whose answer did not come before
 	// the store timeout is taken as landed, though it may land later
