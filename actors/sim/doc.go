@@ -23,9 +23,9 @@
 // calls take time too: most are answered at once, with an outcome (fail,
 // lose the reply, stall the caller), but while faults run one in twenty is
 // slow in the seeds that switch it on: its request and its answer each
-// take up to 4 s or are lost, and the store timeout (5 s) races the answer,
-// so a write may land after its caller gave up on it, or after another
-// member's claim. The member's mailbox waits for the answer, as
+// take up to 3.6 s, or 7.2 to 8 s, or are lost, and the store timeout (5 s)
+// races the answer, so a write may land after its caller gave up on it, or
+// after another member's claim. The member's mailbox waits for the answer, as
 // protoactor's does; its peers, timers, players and the store go on.
 //
 // The invariants are checked after every step and at the end: an intent is

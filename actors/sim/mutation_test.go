@@ -53,9 +53,9 @@ var regressions = []struct {
 	// lost; the retry, held up, arrived after the player's new connection
 	// had taken the seat and took it back, cutting the live connection off
 	// (fixed by ordering takeovers by ticket expiry, actors/seats.go).
-	// Found at seed 7602; the same scenario is seed 2253 since store
+	// Found at seed 7602; the same scenario is seed 1102 since store
 	// answers became inputs of the core.
-	{2253, mutate.StaleAttachTakesSeat, "a stale attach took the seat from the live connection"},
+	{1102, mutate.StaleAttachTakesSeat, "a stale attach took the seat from the live connection"},
 	// A seat's connection was cut just before the end; it came back after
 	// it, resuming from its last seq, and got a snapshot instead of the
 	// events it missed (fixed by resuming finished matches like running

@@ -85,6 +85,10 @@ type Result struct {
 	VirtualMs int64
 	LogLen    int
 	Finished  bool
+	// SlowCalls are the store calls that took time; TimedOut those whose
+	// timeout answered first; LateWrites the writes of those that landed
+	// after their caller had given up on them.
+	SlowCalls, TimedOut, LateWrites int
 }
 
 // Simulate runs one match under seed and checks every invariant, after
@@ -148,6 +152,7 @@ func Simulate(seed uint64, trace func(string)) (Result, error) {
 		e.fn()
 	}
 	res.Steps, res.VirtualMs = w.steps, w.now-w.created
+	res.SlowCalls, res.TimedOut, res.LateWrites = w.slowCalls, w.timedOut, w.lateWrites
 	if w.failure == nil {
 		w.checkEnd(&res)
 	}
@@ -365,6 +370,8 @@ type Stats struct {
 	Steps             int64
 	VirtualMs         int64
 	LogEntries        int64
+	// The store's races (Result).
+	SlowCalls, TimedOut, LateWrites int64
 }
 
 func (s *Stats) add(r Result) {
@@ -375,6 +382,9 @@ func (s *Stats) add(r Result) {
 	s.Steps += int64(r.Steps)
 	s.VirtualMs += r.VirtualMs
 	s.LogEntries += int64(r.LogLen)
+	s.SlowCalls += int64(r.SlowCalls)
+	s.TimedOut += int64(r.TimedOut)
+	s.LateWrites += int64(r.LateWrites)
 }
 
 func (s *Stats) merge(o Stats) {
@@ -383,6 +393,9 @@ func (s *Stats) merge(o Stats) {
 	s.Steps += o.Steps
 	s.VirtualMs += o.VirtualMs
 	s.LogEntries += o.LogEntries
+	s.SlowCalls += o.SlowCalls
+	s.TimedOut += o.TimedOut
+	s.LateWrites += o.LateWrites
 }
 
 // rules is the game of simulated matches: the grain's toy game, short, so

@@ -55,8 +55,9 @@ func TestSimulation(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(800))
 	start := time.Now()
 	st, err := Run(*firstFlag, n)
-	t.Logf("%d matches (%d finished), %d steps, %.1f virtual hours, %d log entries, in %v",
-		st.Matches, st.Finished, st.Steps, float64(st.VirtualMs)/3.6e6, st.LogEntries, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d matches (%d finished), %d steps, %.1f virtual hours, %d log entries; %d slow store calls, %d timed out, %d writes landed after their timeout; in %v",
+		st.Matches, st.Finished, st.Steps, float64(st.VirtualMs)/3.6e6, st.LogEntries,
+		st.SlowCalls, st.TimedOut, st.LateWrites, time.Since(start).Round(time.Millisecond))
 	if err != nil {
 		var se *SeedError
 		if errors.As(err, &se) {
@@ -93,5 +94,23 @@ func TestSimulationReplaysExactly(t *testing.T) {
 			}
 			t.Fatalf("seed %d: %d and %d trace lines", seed, len(runs[0]), len(runs[1]))
 		}
+	}
+}
+
+// TestSimulationStoreRaces checks that a short run already plays the
+// store's races that the invariants are checked under: slow calls, answers
+// beaten by their timeout, and writes that land after their caller gave up
+// on them (a simulator that stopped playing them would still pass
+// TestSimulation).
+func TestSimulationStoreRaces(t *testing.T) {
+	st, err := Run(1, 2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d matches: %d slow store calls, %d timed out, %d writes landed after their timeout",
+		st.Matches, st.SlowCalls, st.TimedOut, st.LateWrites)
+	if st.SlowCalls == 0 || st.TimedOut == 0 || st.LateWrites == 0 {
+		t.Fatalf("%d matches played %d slow store calls, %d timeouts, %d late writes: want some of each",
+			st.Matches, st.SlowCalls, st.TimedOut, st.LateWrites)
 	}
 }

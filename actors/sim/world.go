@@ -54,6 +54,9 @@ type world struct {
 	// not serve rightly got a snapshot instead of the events.
 	logReadFailed bool
 
+	// slowCalls, timedOut and lateWrites count the store's races (Result).
+	slowCalls, timedOut, lateWrites int
+
 	// disturbed holds the instants something disturbed the match's
 	// activation (disturb), in order.
 	disturbed []int64
@@ -378,10 +381,14 @@ func (m *member) storeCall(call *actors.StoreCall, k func(actors.StoreResult)) {
 	}
 	there, back := w.storeLatency(), w.storeLatency()
 	w.logf("%s: %s call %d slow (%d ms there, %d ms back)", m.name, c.Op, id, there, back)
+	w.slowCalls++
+	gaveUp := false
 	w.disturb()
 	w.after(storeTimeout, func() {
 		if m.busy && m.callID == id && m.incarnation == inc {
 			w.logf("%s: %s call %d times out", m.name, c.Op, id)
+			w.timedOut++
+			gaveUp = true
 			if c.Op == actors.StoreReadLog {
 				w.logReadFailed = true
 			}
@@ -395,6 +402,10 @@ func (m *member) storeCall(call *actors.StoreCall, k func(actors.StoreResult)) {
 	w.after(there, func() {
 		w.logf("%s: %s call %d reaches the store", m.name, c.Op, id)
 		res := c.Do(context.Background(), w.store)
+		if gaveUp && res.Err == nil && c.Op != actors.StoreClaim && c.Op != actors.StoreReadLog {
+			w.logf("%s: %s call %d lands after its caller gave up on it", m.name, c.Op, id)
+			w.lateWrites++
+		}
 		if w.stallNext {
 			w.stallNext = false
 			if m.alive && m.incarnation == inc && !m.frozen {
@@ -410,12 +421,17 @@ func (m *member) storeCall(call *actors.StoreCall, k func(actors.StoreResult)) {
 }
 
 // storeLatency is one way of a slow store call in ms, or -1 when the
-// message is lost.
+// message is lost: up to 3.6 s, or (one in ten) 7.2 to 8 s, past the
+// store timeout, so that a request may land after its caller gave up.
 func (w *world) storeLatency() int64 {
 	if w.srng.Float64() < 0.1 {
 		return -1
 	}
-	return 1 + w.srng.Int64N(4000)
+	d := 1 + w.srng.Int64N(4000)
+	if d > 3600 {
+		d *= 2
+	}
+	return d
 }
 
 // chanceS is chance on the store's stream.
