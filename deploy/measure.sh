@@ -16,7 +16,13 @@
 #   open100     open loop, 100 matches × 2 intents/s, random phase
 #   open1000    open loop, 1,000 matches × 2 intents/s
 #   idle10000   10,000 connected, silent sessions (5,000 matches)
-# Default: all five, in this order.
+#   failover    3 members on the one PostgreSQL, MEASURE_FAILOVER_MATCHES
+#               matches at 0.2 intents/s with their sessions spread over the
+#               members, then SIGKILL of the member owning the most: per
+#               affected match, the time from the kill to its first accepted
+#               intent; its last line reads exactly
+#               failover: affected=N p50=Xms p99=Yms max=Zms never=N lost=N
+# Default: the first five, in this order (failover only when named).
 #
 # Environment:
 #   MEASURE_WARMUP     warm-up before measuring (default 20s; 1,000 matches
@@ -25,6 +31,12 @@
 #   MEASURE_RATE       open-loop intents/s per match (default 2)
 #   MEASURE_IDLE       sessions of the idle workload (default 10000)
 #   MEASURE_IDLE_HOLD  how long they are held (default 30s)
+#   MEASURE_FAILOVER_MATCHES  matches in play at the kill (default 3000; a
+#                      few hundred on a shared machine)
+#   MEASURE_FAILOVER_RATE     their intents/s each (default 0.2)
+#   MEASURE_FAILOVER_SETTLE   play once all are connected, before the kill
+#                      (default 20s)
+#   MEASURE_FAILOVER_FLAGS    more matchd flags for the three members
 #   MEASURE_PROFILE    directory: also take a 20 s CPU profile, a heap
 #                      profile and a goroutine count of the node during each
 #                      workload (pprof through --debug-listen) and its
@@ -41,13 +53,13 @@ cd "$(dirname "$0")/.."
 workloads=("$@")
 ((${#workloads[@]})) || workloads=(closed100 closed1000 open100 open1000 idle10000)
 for w in "${workloads[@]}"; do
-	case "$w" in closed100 | closed1000 | open100 | open1000 | idle10000) ;;
+	case "$w" in closed100 | closed1000 | open100 | open1000 | idle10000 | failover) ;;
 	*) echo "measure.sh: unknown workload $w" >&2; exit 2 ;;
 	esac
 done
 
 work=$(mktemp -d)
-trap 'kill "${node_pid:-}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill ${node_pid:-} ${member_pids[*]:-} 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 if [[ -n "${MEASURE_MATCHD:-}" ]]; then
 	cp "$MEASURE_MATCHD" "$work/matchd"
 else
@@ -58,7 +70,7 @@ echo "work directory: $work" >&2
 
 run_all() {
 	set -euo pipefail
-	trap 'kill "${node_pid:-}" 2>/dev/null || true' EXIT
+	trap 'kill ${node_pid:-} ${member_pids[*]:-} 2>/dev/null || true' EXIT
 	local warmup=${MEASURE_WARMUP:-20s} dur=${MEASURE_DURATION:-30s} rate=${MEASURE_RATE:-2}
 	local idle=${MEASURE_IDLE:-10000} hold=${MEASURE_IDLE_HOLD:-30s} prof=${MEASURE_PROFILE:-}
 	local token=measure-token
@@ -96,8 +108,43 @@ run_all() {
 			curl -s -o "$prof/$1.goroutine.txt" "$debug/debug/pprof/goroutine?debug=1" || true) &
 		prof_pid=$!
 	}
+	# failover: three members of one cluster on one schema; the load tool
+	# kills one of them itself (matchctl load --failover).
+	run_failover() {
+		local schema=m_failover n=${MEASURE_FAILOVER_MATCHES:-3000} i port seed="" members=""
+		PGOPTIONS=--client-min-messages=warning psql -q "$DATABASE_URL" -c "DROP SCHEMA IF EXISTS $schema CASCADE; CREATE SCHEMA $schema" >/dev/null
+		member_pids=()
+		for i in 1 2 3; do
+			port=$(free_port)
+			# shellcheck disable=SC2086 # MEASURE_FAILOVER_FLAGS is a list of flags
+			"$work/matchd" --database-url "$DATABASE_URL" --database-schema "$schema" --listen "127.0.0.1:$port" \
+				--node-name "member$i" --cluster-name "measure-$$" --gossip-addr 127.0.0.1:0 --remote-addr 127.0.0.1:0 \
+				${seed:+--join "$seed"} --admin-token "$token" --log-level warn \
+				--max-connections 30000 --max-connections-per-address 30000 --max-handshakes 30000 \
+				${MEASURE_FAILOVER_FLAGS:-} >"$work/$schema.$i.out" 2>"$work/$schema.$i.err" &
+			member_pids+=($!)
+			for _ in $(seq 150); do grep -q "matchd ready" "$work/$schema.$i.out" 2>/dev/null && break; sleep 0.2; done
+			grep -q "matchd ready" "$work/$schema.$i.out" || { cat "$work/$schema.$i.err" >&2; exit 1; }
+			[[ -n "$seed" ]] || seed=$(sed -n 's/^matchd ready .*gossip=\([^ ]*\).*/\1/p' "$work/$schema.$i.out")
+			members+="${members:+,}http://127.0.0.1:$port=${member_pids[-1]}"
+		done
+		local dbpid=()
+		[[ -r "${MATCHGRAIN_PG_DIR:-}/data/postmaster.pid" ]] &&
+			dbpid=(--database-pid "$(head -1 "$MATCHGRAIN_PG_DIR/data/postmaster.pid")")
+		"$work/matchctl" load --token "$token" --failover "$members" --matches "$n" \
+			--rate "${MEASURE_FAILOVER_RATE:-0.2}" --settle "${MEASURE_FAILOVER_SETTLE:-20s}" "${dbpid[@]}" \
+			>"$work/failover.txt" || true
+		kill "${member_pids[@]}" 2>/dev/null || true
+		wait "${member_pids[@]}" 2>/dev/null || true
+		member_pids=()
+		cat "$work/failover.txt"
+	}
 	secs() { python3 -c "import sys,re; m=re.fullmatch(r'(\d+)(s|m)', sys.argv[1]); print(int(m[1])*(60 if m[2]=='m' else 1))" "$1"; }
+	local table=()
 	for w in "${workloads[@]}"; do
+		[[ "$w" == failover ]] || table+=("$w")
+	done
+	for w in "${table[@]}"; do
 		local n=${w//[a-z]/} wu=$warmup
 		((n >= 1000)) && (($(secs "$wu") < 60)) && wu=60s
 		echo "== $w" >&2
@@ -154,7 +201,8 @@ run_all() {
 		wait "$node_pid" 2>/dev/null || true
 		node_pid=
 	done
-	python3 - "$work" "${workloads[@]}" <<'EOF'
+	if ((${#table[@]})); then
+		python3 - "$work" "${table[@]}" <<'EOF'
 import json, sys
 work, names = sys.argv[1], sys.argv[2:]
 print()
@@ -189,6 +237,13 @@ for r in idle:
           f"node RSS {r['rssBytesBefore']/2**20:.1f} → {r['rssBytesHeld']/2**20:.1f} MiB: "
           f"{r['rssBytesPerConnection']/1024:.1f} KiB per connection (seat and half a match included)")
 EOF
+	fi
+	for w in "${workloads[@]}"; do
+		if [[ "$w" == failover ]]; then
+			echo "== failover" >&2
+			run_failover
+		fi
+	done
 }
 
 if [[ -n "${DATABASE_URL:-}" ]]; then

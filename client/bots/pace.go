@@ -27,24 +27,24 @@ func newPacer(rate float64, st *Stats) *pacer {
 	return &pacer{interval: time.Duration(float64(time.Second) / rate), stats: st, grant: make(chan struct{}, 1)}
 }
 
-// run ticks until ctx ends.
-func (p *pacer) run(ctx context.Context) {
+// run ticks until ctx ends, and once more when nudge is closed (nil: never).
+func (p *pacer) run(ctx context.Context, nudge <-chan struct{}) {
 	phase := time.NewTimer(rand.N(p.interval))
-	select {
-	case <-ctx.Done():
-		phase.Stop()
-		return
-	case <-phase.C:
-	}
-	t := time.NewTicker(p.interval)
-	defer t.Stop()
+	defer phase.Stop()
+	var t <-chan time.Time // nil until the phase has passed
 	for {
-		p.tick()
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-phase.C:
+			tk := time.NewTicker(p.interval)
+			defer tk.Stop()
+			t = tk.C
+		case <-t:
+		case <-nudge:
+			nudge = nil
 		}
+		p.tick()
 	}
 }
 
