@@ -37,6 +37,8 @@
 #   MEASURE_FAILOVER_SETTLE   play once all are connected, before the kill
 #                      (default 20s)
 #   MEASURE_FAILOVER_FLAGS    more matchd flags for the three members
+#                      (MEASURE_PROFILE keeps their logs: with --log-level=info
+#                      they time each phase of the failover)
 #   MEASURE_PROFILE    directory: also take a 20 s CPU profile, a heap
 #                      profile and a goroutine count of the node during each
 #                      workload (pprof through --debug-listen) and its
@@ -137,6 +139,10 @@ run_all() {
 		kill "${member_pids[@]}" 2>/dev/null || true
 		wait "${member_pids[@]}" 2>/dev/null || true
 		member_pids=()
+		# The members' logs (with MEASURE_FAILOVER_FLAGS=--log-level=info:
+		# topology changes, each activation's claim and rebuild times)
+		# against the kill's time in the report: where the failover's time went.
+		[[ -n "$prof" ]] && cp "$work/$schema".*.err "$work/failover.txt" "$prof/"
 		cat "$work/failover.txt"
 	}
 	secs() { python3 -c "import sys,re; m=re.fullmatch(r'(\d+)(s|m)', sys.argv[1]); print(int(m[1])*(60 if m[2]=='m' else 1))" "$1"; }

@@ -115,6 +115,9 @@ type FailoverReport struct {
 	// owned just before the kill (by member id).
 	Victim string         `json:"victim"`
 	Owned  map[string]int `json:"owned"`
+	// KilledAt is when the kill was sent: the members' logs say when each
+	// phase of the failover happened after it.
+	KilledAt time.Time `json:"killedAt"`
 	// Affected are the matches the victim owned; Answered of them had an
 	// intent accepted again within the patience, Never did not.
 	Affected int `json:"affected"`
@@ -321,11 +324,12 @@ func RunFailover(ctx context.Context, c FailoverConfig) (*FailoverReport, error)
 	machine.markStart()
 	now := time.Now()
 	killAt.Store(&now)
+	rep.KilledAt = now
 	if err := c.Kill(c.Members[victim].PID); err != nil {
 		return nil, fmt.Errorf("kill member %s (pid %d): %w", rep.Victim, c.Members[victim].PID, err)
 	}
 	close(nudge)
-	progress("killed %s (pid %d), owner of %d matches", rep.Victim, c.Members[victim].PID, len(affected))
+	progress("killed %s (pid %d) at %s, owner of %d matches", rep.Victim, c.Members[victim].PID, now.UTC().Format(time.RFC3339Nano), len(affected))
 
 	deadline := time.NewTimer(c.Patience)
 	defer deadline.Stop()
