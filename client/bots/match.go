@@ -56,6 +56,10 @@ type MatchOptions struct {
 	Connected func()
 	// Created, if set, is called with the match's id as soon as it exists.
 	Created func(matchID string)
+	// Route, if set, picks the game address the match's sessions connect
+	// to, once the match exists (a cluster workload sends them to a member
+	// that does not own the match); GameAddr is not used then.
+	Route func(ctx context.Context, matchID string) (string, error)
 	// Nudge, if set, makes an open-loop match tick once more at the moment
 	// it is closed, whatever its phase: a failover workload closes it at
 	// the kill, so that every match has its next intent on the way at once
@@ -107,6 +111,11 @@ func PlayMatch(ctx context.Context, admin *client.Admin, o MatchOptions) (MatchR
 	mr := MatchRun{ID: id}
 	if o.Created != nil {
 		o.Created(id)
+	}
+	if o.Route != nil {
+		if o.GameAddr, err = o.Route(ctx, id); err != nil {
+			return mr, fmt.Errorf("match %s: route: %w", id, err)
+		}
 	}
 	if logf != nil {
 		s := "server's choice"

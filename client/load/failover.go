@@ -201,7 +201,11 @@ func RunFailover(ctx context.Context, c FailoverConfig) (*FailoverReport, error)
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	ids, err := memberIDs(ctx, c)
+	servers := make([]string, len(c.Members))
+	for i, m := range c.Members {
+		servers[i] = m.Server
+	}
+	ids, err := memberIDs(ctx, servers, c.Token)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +214,7 @@ func RunFailover(ctx context.Context, c FailoverConfig) (*FailoverReport, error)
 	games := make([]string, n)
 	for i, m := range c.Members {
 		admins[i] = client.NewAdmin(m.Server, c.Token, &http.Client{Timeout: 10 * time.Second, Transport: failoverTransport(c.Members, i)})
-		games[i] = "ws://" + strings.TrimPrefix(strings.TrimPrefix(m.Server, "http://"), "https://") + "/game"
+		games[i] = gameAddr(m.Server)
 	}
 
 	var killAt atomic.Pointer[time.Time]
@@ -416,17 +420,17 @@ func (sl *failoverSlot) answeredAfter() time.Duration {
 }
 
 // memberIDs asks every member for its own id (GET /api/admin/cluster).
-func memberIDs(ctx context.Context, c FailoverConfig) ([]string, error) {
-	ids := make([]string, len(c.Members))
-	for i, m := range c.Members {
+func memberIDs(ctx context.Context, servers []string, token string) ([]string, error) {
+	ids := make([]string, len(servers))
+	for i, server := range servers {
 		var info struct {
 			Members []struct {
 				ID   string `json:"id"`
 				Self bool   `json:"self"`
 			} `json:"members"`
 		}
-		if err := getJSON(ctx, http.DefaultClient, m.Server+"/api/admin/cluster", c.Token, &info); err != nil {
-			return nil, fmt.Errorf("member %d (%s): %w", i, m.Server, err)
+		if err := getJSON(ctx, http.DefaultClient, server+"/api/admin/cluster", token, &info); err != nil {
+			return nil, fmt.Errorf("member %d (%s): %w", i, server, err)
 		}
 		for _, mm := range info.Members {
 			if mm.Self {
@@ -434,7 +438,7 @@ func memberIDs(ctx context.Context, c FailoverConfig) ([]string, error) {
 			}
 		}
 		if ids[i] == "" {
-			return nil, fmt.Errorf("member %d (%s) did not name itself in /api/admin/cluster", i, m.Server)
+			return nil, fmt.Errorf("member %d (%s) did not name itself in /api/admin/cluster", i, server)
 		}
 	}
 	return ids, nil
@@ -607,6 +611,39 @@ func resend(ctx context.Context, admin *client.Admin, game, matchID string, a ac
 		case *protocol.ServerIntentResult:
 			if f.IntentID == a.intentID {
 				return f, nil
+			}
+		}
+	}
+}
+
+// gameAddr is the WebSocket game address of the member at server.
+func gameAddr(server string) string {
+	return "ws://" + strings.TrimPrefix(strings.TrimPrefix(server, "http://"), "https://") + "/game"
+}
+
+// routeToOther sends a match's sessions to the member after its owner
+// (members[i] has id ids[i]): never the owner, so every intent crosses
+// from one member to another. A new match's owner is in its store row as
+// soon as its creation woke it; a wake that failed leaves it empty, and
+// the route asks again for a while.
+func routeToOther(members, ids []string, token string) func(ctx context.Context, matchID string) (string, error) {
+	return func(ctx context.Context, matchID string) (string, error) {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		for {
+			var mi struct {
+				Owner string `json:"owner"`
+			}
+			if err := getJSON(ctx, http.DefaultClient, members[0]+"/api/admin/matches/"+url.PathEscape(matchID), token, &mi); err != nil {
+				return "", err
+			}
+			if i := slices.Index(ids, mi.Owner); i >= 0 {
+				return gameAddr(members[(i+1)%len(members)]), nil
+			}
+			select {
+			case <-ctx.Done():
+				return "", fmt.Errorf("no member of the cluster owns it (owner %q): %w", mi.Owner, ctx.Err())
+			case <-time.After(100 * time.Millisecond): // polling the store's row
 			}
 		}
 	}

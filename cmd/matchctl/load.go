@@ -39,11 +39,20 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	idleHold := fs.Duration("idle-hold", 30*time.Second, "with --idle: how long to hold the sessions once all are connected")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile (pprof) of this load generator over the whole run to this file: is the load tool what the machine spends its cores on?")
 	failover := fs.String("failover", "", "URL=PID,URL=PID,…: the failover workload on these cluster members (matchd HTTP base URL and process id each): --matches matches at --rate (default 0.2), then SIGKILL of the member owning the most; its last line is 'failover: affected=N p50=Xms p99=Yms max=Zms never=N lost=N'")
+	clusterURLs := fs.String("cluster", "", "URL,URL,…: every member of a cluster (matchd HTTP base URLs): each match's sessions connect to a member that does not own it, and the node figures are summed over the members")
 	settle := fs.Duration("settle", load.DefaultFailoverSettle, "with --failover: how long every match plays once all are connected, before the kill")
 	patience := fs.Duration("patience", load.DefaultFailoverPatience, "with --failover: how long after the kill a match may take to answer before it counts as never")
 	fs.IntVar(&cfg.DatabasePID, "database-pid", 0, "Linux: the pid of a PostgreSQL server on this machine (its postmaster): the report adds the CPU it and its backends used while measuring")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *clusterURLs != "" {
+		for _, u := range strings.Split(*clusterURLs, ",") {
+			cfg.Cluster = append(cfg.Cluster, strings.TrimSuffix(strings.TrimSpace(u), "/"))
+		}
+		if c.server == "" {
+			c.server = cfg.Cluster[0]
+		}
 	}
 	var fc *load.FailoverConfig
 	if *failover != "" {
@@ -68,6 +77,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	log := c.logger(stderr)
 	cfg.Admin = client.NewAdmin(c.server, c.token, nil)
+	cfg.Token = c.token
 	if *progress {
 		cfg.Progress = stderr
 	}
