@@ -11,15 +11,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/matchgrain/matchgrain/client"
 	"github.com/matchgrain/matchgrain/client/bots"
 	"github.com/matchgrain/matchgrain/client/load"
 	"github.com/matchgrain/matchgrain/cluster/clustertest"
 	"github.com/matchgrain/matchgrain/persistence/pgtest"
 )
 
-// TestChaosFailoverWorkload runs the code of deploy/measure.sh's failover
-// workload (load.RunFailover) at a tiny scale on three real members, so
-// that the workload cannot rot: a handful of matches spread over the
+// TestChaosFailoverWorkload runs the code of deploy/measure.sh's cluster3
+// and failover workloads (load.Run with Cluster, load.RunFailover) at a
+// tiny scale on three real members, so that they cannot rot. cluster3: a
+// few matches with every session on a member that does not own the match,
+// CPU summed over the members. failover: a handful of matches spread over the
 // members, SIGKILL of the one that owns the most, every match it owned
 // answering again, no acknowledged intent lost (re-sent, each is a
 // duplicate), and the summary line in the form scripts read.
@@ -49,6 +52,26 @@ func TestChaosFailoverWorkload(t *testing.T) {
 		members = append(members, load.FailoverMember{Server: "http://" + p.http, PID: p.cmd.Process.Pid})
 		byPID[p.cmd.Process.Pid] = p
 	}
+	// The cluster workload (deploy/measure.sh cluster3) on the same members
+	// first: every session on a member that does not own its match.
+	servers := make([]string, len(members))
+	for i, m := range members {
+		servers[i] = m.Server
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cl, err := load.Run(ctx, load.Config{
+		Admin: client.NewAdmin(servers[0], testAdminToken, nil), Cluster: servers, Token: testAdminToken, BotSeed: 3,
+		Match:   bots.MatchOptions{Decks: [2]string{"S1", "S2"}, Logger: slog.New(slog.DiscardHandler)},
+		Matches: 3, Rate: 4, ConnectionRate: 8, Duration: 2 * time.Second,
+	})
+	if err != nil {
+		t.Fatalf("cluster run: %v", err)
+	}
+	if cl.Intents == 0 || cl.Errors != 0 || len(cl.Members) != 3 || cl.Node == nil || cl.Node.CPUSeconds <= 0 {
+		t.Fatalf("cluster run: %d intents, %d errors, %d members' usage, summed %+v", cl.Intents, cl.Errors, len(cl.Members), cl.Node)
+	}
+
 	killed := 0
 	cfg := load.FailoverConfig{
 		Members: members, Token: testAdminToken, BotSeed: 36,
@@ -60,8 +83,6 @@ func TestChaosFailoverWorkload(t *testing.T) {
 			return nil
 		},
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	rep, err := load.RunFailover(ctx, cfg)
 	if err != nil {
 		t.Fatalf("failover run: %v", err)
