@@ -123,10 +123,12 @@ run_all() {
 		local schema=$1 i port seed=""
 		shift
 		PGOPTIONS=--client-min-messages=warning psql -q "$DATABASE_URL" -c "DROP SCHEMA IF EXISTS $schema CASCADE; CREATE SCHEMA $schema" >/dev/null
-		member_pids=() members="" member_urls=""
+		member_pids=() members="" member_urls="" member_debug=()
 		for i in 1 2 3; do
 			port=$(free_port)
+			member_debug+=("http://127.0.0.1:$(free_port)")
 			"$work/matchd" --database-url "$DATABASE_URL" --database-schema "$schema" --listen "127.0.0.1:$port" \
+				--debug-listen "${member_debug[-1]#http://}" \
 				--node-name "member$i" --cluster-name "measure-$$-$schema" --gossip-addr 127.0.0.1:0 --remote-addr 127.0.0.1:0 \
 				${seed:+--join "$seed"} --admin-token "$token" --log-level warn \
 				--max-connections 30000 --max-connections-per-address 30000 --max-handshakes 30000 \
@@ -171,12 +173,18 @@ run_all() {
 		[[ -r "${MATCHGRAIN_PG_DIR:-}/data/postmaster.pid" ]] &&
 			dbpid=(--database-pid "$(head -1 "$MATCHGRAIN_PG_DIR/data/postmaster.pid")")
 		start_members m_cluster3
+		# MEASURE_PROFILE: member 1's profiles (cluster3.*), then the one node's (cluster3one.*).
+		debug=${member_debug[0]}
+		profile cluster3 $(($(secs "$wu") + 5))
 		"$work/matchctl" load --token "$token" --cluster "$member_urls" --matches "$n" --rate "$rate" \
 			--warmup "$wu" --duration "$dur" --json "${dbpid[@]}" >"$work/cluster3.json" || true
+		[[ -n "${prof_pid:-}" ]] && { wait "$prof_pid" 2>/dev/null || true; prof_pid=; }
 		stop_members
 		start_node m_cluster3one
+		profile cluster3one $(($(secs "$wu") + 5))
 		"$work/matchctl" load --server "$server" --token "$token" --matches "$n" --rate "$rate" \
 			--warmup "$wu" --duration "$dur" --json "${dbpid[@]}" >"$work/cluster3.one.json" || true
+		[[ -n "${prof_pid:-}" ]] && { wait "$prof_pid" 2>/dev/null || true; prof_pid=; }
 		kill "$node_pid"
 		wait "$node_pid" 2>/dev/null || true
 		node_pid=
