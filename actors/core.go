@@ -316,7 +316,7 @@ func (g *Core) recover(rec persistence.Recovery) error {
 		g.engine = eng
 		g.recent.reset(1)
 		g.keepEvents(evs)
-		g.clock = newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.deps.Timing)
+		g.clock = newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.meta.Guests, g.deps.Timing)
 		g.absent = absence{Since: [2]int64{g.meta.CreatedAt, g.meta.CreatedAt}}
 		for s := range 2 {
 			if g.isBot(s) {
@@ -409,6 +409,7 @@ func (g *Core) apply(e logEntry) ([]protocol.EventEnvelope, error) {
 		}
 		if e.Present {
 			g.absent.Since[e.Seat] = 0
+			g.clock.joined(e.Seat, e.At)
 		} else {
 			g.absent.Since[e.Seat] = e.At
 		}
@@ -691,7 +692,7 @@ func (g *Core) replayLog(toLogSeq, wantEventSeq int64) ([]protocol.EventEnvelope
 	}
 	scratch := &Core{deps: g.deps, id: g.id, log: g.log, meta: g.meta, engine: eng,
 		journal: intentJournal{},
-		clock:   newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.deps.Timing)}
+		clock:   newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.meta.Guests, g.deps.Timing)}
 	for i, le := range head {
 		if le.Seq != int64(i)+1 {
 			return nil, fmt.Errorf("log gap: entry %d, want %d", le.Seq, i+1)

@@ -132,6 +132,9 @@ type MatchSpec struct {
 	// Bots marks the seats the match grain plays itself (a training match);
 	// no connection can take such a seat.
 	Bots [2]bool
+	// Guests marks the seats left for a player who joins later (a friend
+	// match): the decision clock is held until each has attached once.
+	Guests [2]bool
 	// Seed is the engine seed; nil picks a random one.
 	Seed *uint64
 }
@@ -163,7 +166,7 @@ func (g *Gateway) Create(ctx context.Context, spec MatchSpec) (string, error) {
 		return "", err
 	}
 	meta, err := encodeInternal(matchMeta{Names: names, Decks: decks, Seed: s, CreatedAt: time.Now().UnixMilli(), Bots: spec.Bots,
-		Version: RulesVersion(g.cfg.Rules)})
+		Guests: spec.Guests, Version: RulesVersion(g.cfg.Rules)})
 	if err != nil {
 		return "", err
 	}

@@ -28,6 +28,10 @@ type matchMeta struct {
 	// with; a member running other rules refuses to activate it. Empty in
 	// matches created before pinning: those run anywhere.
 	Version string `msgpack:"v,omitempty"`
+	// Guests marks the seats left for a player who joins later through an
+	// invite (a friend match): the decision clock waits for each one's
+	// first attach. Matches created before it have none.
+	Guests [2]bool `msgpack:"g,omitempty"`
 }
 
 // entryKind tells what a command-log entry records.

@@ -643,3 +643,70 @@ func TestGrainMarksFinishedMatchOnReactivation(t *testing.T) {
 		})
 	}
 }
+
+// A friend match's first decision clock is held until the guest's seat
+// has attached once (docs/protocol.md §9, point 9): the creator may wait
+// for a friend far longer than decision time and bank together without
+// anyone losing on time, and once the friend is there the clock runs as in
+// any match.
+func TestGrainGuestClockWaitsForFirstAttach(t *testing.T) {
+	timing := fastTiming()
+	timing.DecisionTime = 150 * time.Millisecond
+	timing.BankTime = 200 * time.Millisecond
+	timing.ClockInterval = 50 * time.Millisecond
+	timing.SeatKeepAlive = 2 * time.Second // no re-attach noise in the clock frames
+	tn := startTestNode(t, timing)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	seed := uint64(0)
+	created := time.Now().UnixMilli()
+	id, err := tn.gw.Create(ctx, MatchSpec{Names: [2]string{"Ann", "Friend"}, Decks: [2]string{"S1", "S2"},
+		Guests: [2]bool{false, true}, Seed: &seed})
+	if err != nil {
+		t.Fatalf("create match: %v", err)
+	}
+	_, k0 := tn.open(t, id, 0, 0)
+	expectFrame[*protocol.ServerHello](t, k0)
+	snap := expectFrame[*protocol.ServerSnapshot](t, k0)
+	decider := snap.View.Clock.DecisionPlayer
+	if c := snap.View.Clock; c.IsRunning || c.TurnDeadlineMs != 0 || decider < 0 {
+		t.Fatalf("creator's clock before the friend joined = %+v, want held (not running, no deadline, a decider)", c)
+	}
+	// The server's own clock frames say how long it has waited: three times
+	// decision time and bank together, with the clock held all along.
+	waitUntil := created + 3*(timing.DecisionTime+timing.BankTime).Milliseconds()
+	deadline := time.After(10 * time.Second)
+	for waited := false; !waited; {
+		select {
+		case f := <-k0.frames:
+			switch f := f.(type) {
+			case *protocol.ServerClock:
+				if f.Clock.IsRunning || f.Clock.TurnDeadlineMs != 0 {
+					t.Fatalf("clock ran before the friend joined: %+v", f.Clock)
+				}
+				waited = f.Clock.ServerTimeMs >= waitUntil
+			case *protocol.ServerEvents:
+				t.Fatalf("events before the friend joined: %+v", f.Events)
+			}
+		case <-deadline:
+			t.Fatalf("no ServerClock at or after %d within 10 s", waitUntil)
+		}
+	}
+	joined := time.Now()
+	_, k1 := tn.open(t, id, 1, 0)
+	expectFrame[*protocol.ServerHello](t, k1)
+	c := expectFrame[*protocol.ServerSnapshot](t, k1).View.Clock
+	if !c.IsRunning || c.DecisionPlayer != decider || c.TurnDeadlineMs < joined.UnixMilli()+timing.DecisionTime.Milliseconds() ||
+		c.Bank0Ms != timing.BankTime.Milliseconds() || c.Bank1Ms != timing.BankTime.Milliseconds() {
+		t.Fatalf("clock once the friend joined = %+v, want seat %d's full decision time from %d and full banks", c, decider, joined.UnixMilli())
+	}
+	for _, k := range []*frameSink{k0, k1} {
+		fin := waitFinished(t, k)
+		if fin.Winner != 1-decider || fin.Reason != protocol.FinishTimeout {
+			t.Fatalf("finished = %+v, want seat %d winning on timeout", fin, 1-decider)
+		}
+	}
+	if el := time.Since(joined); el < timing.DecisionTime+timing.BankTime {
+		t.Fatalf("timeout fired %v after the friend joined, before decision+bank (%v)", el, timing.DecisionTime+timing.BankTime)
+	}
+}

@@ -36,6 +36,10 @@ type MatchSpec struct {
 	// Bots marks the seats the match plays itself (a training match): no
 	// ticket opens such a seat.
 	Bots [2]bool
+	// Guests marks the seats left for a player who joins later through an
+	// invite (a friend match): the decision clock waits for each one's
+	// first connection (docs/protocol.md §9, point 9).
+	Guests [2]bool
 	// Seed is the engine seed; nil lets the cluster pick one.
 	Seed *uint64
 }

@@ -252,7 +252,7 @@ func (s *Server) playCreate(ctx context.Context, r *http.Request) (int, any, err
 	case "bot":
 		spec.Names[1], spec.Bots[1] = botOpponentName, true
 	case "friend":
-		spec.Names[1] = friendName
+		spec.Names[1], spec.Guests[1] = friendName, true
 	default:
 		return 0, nil, badRequest("bad_opponent", `opponent must be "bot" or "friend"`)
 	}

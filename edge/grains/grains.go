@@ -15,7 +15,7 @@ func Matches(g *actors.Gateway) edge.Matches { return gatewayMatches{g} }
 type gatewayMatches struct{ g *actors.Gateway }
 
 func (m gatewayMatches) CreateMatch(ctx context.Context, spec edge.MatchSpec) (string, error) {
-	id, err := m.g.Create(ctx, actors.MatchSpec{Names: spec.Names, Decks: spec.Decks, Bots: spec.Bots, Seed: spec.Seed})
+	id, err := m.g.Create(ctx, actors.MatchSpec{Names: spec.Names, Decks: spec.Decks, Bots: spec.Bots, Guests: spec.Guests, Seed: spec.Seed})
 	return id, translateGatewayErr(err)
 }
 
