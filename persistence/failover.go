@@ -81,15 +81,10 @@ func (s *PostgresStore) resolveAppend(ctx context.Context, matchID string, epoch
 		if !unavailable(err) {
 			return err
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if err := pause(ctx, &backoff); err != nil {
 			return fmt.Errorf("append to match %q at seq %d: outcome unknown after %d attempts (%w): %w",
-				matchID, first, attempt, cause, ctx.Err())
-		case <-t.C:
+				matchID, first, attempt, cause, err)
 		}
-		backoff = min(2*backoff, resolveMaxBackoff)
 	}
 }
 
@@ -125,15 +120,24 @@ func (s *PostgresStore) resolveCreate(ctx context.Context, matchID string, meta 
 		if !unavailable(err) {
 			return err
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("create match %q: outcome unknown after %d attempts (%w): %w", matchID, attempt, cause, ctx.Err())
-		case <-t.C:
+		if err := pause(ctx, &backoff); err != nil {
+			return fmt.Errorf("create match %q: outcome unknown after %d attempts (%w): %w", matchID, attempt, cause, err)
 		}
-		backoff = min(2*backoff, resolveMaxBackoff)
 	}
+}
+
+// pause waits out *backoff, then doubles it up to resolveMaxBackoff; it
+// returns ctx's error if ctx ends first.
+func pause(ctx context.Context, backoff *time.Duration) error {
+	t := time.NewTimer(*backoff)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	*backoff = min(2**backoff, resolveMaxBackoff)
+	return nil
 }
 
 // isSentinel reports the errors that say nothing was written.
