@@ -85,7 +85,7 @@ func (h *pgHA) do(t *testing.T, args ...string) string {
 }
 
 // maxRTO bounds the time from a primary's death to the first intent
-// accepted again (docs/operations.md: about 5 s measured here).
+// accepted again (docs/operations.md §11: about 3 s measured here).
 const maxRTO = 10 * time.Second
 
 // haCluster is two match members on the formation, each its own edge.
