@@ -644,6 +644,21 @@ func TestGrainMarksFinishedMatchOnReactivation(t *testing.T) {
 	}
 }
 
+// createFriendMatch creates a match whose seat 1 is a guest's (a friend
+// match), Ann against "Friend".
+func (tn *testNode) createFriendMatch(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	seed := uint64(0)
+	id, err := tn.gw.Create(ctx, MatchSpec{Names: [2]string{"Ann", "Friend"}, Decks: [2]string{"S1", "S2"},
+		Guests: [2]bool{false, true}, Seed: &seed})
+	if err != nil {
+		t.Fatalf("create match: %v", err)
+	}
+	return id
+}
+
 // A friend match's first decision clock is held until the guest's seat
 // has attached once (docs/protocol.md §9, point 9): the creator may wait
 // for a friend far longer than decision time and bank together without
@@ -656,15 +671,8 @@ func TestGrainGuestClockWaitsForFirstAttach(t *testing.T) {
 	timing.ClockInterval = 50 * time.Millisecond
 	timing.SeatKeepAlive = 2 * time.Second // no re-attach noise in the clock frames
 	tn := startTestNode(t, timing)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	seed := uint64(0)
 	created := time.Now().UnixMilli()
-	id, err := tn.gw.Create(ctx, MatchSpec{Names: [2]string{"Ann", "Friend"}, Decks: [2]string{"S1", "S2"},
-		Guests: [2]bool{false, true}, Seed: &seed})
-	if err != nil {
-		t.Fatalf("create match: %v", err)
-	}
+	id := tn.createFriendMatch(t)
 	_, k0 := tn.open(t, id, 0, 0)
 	expectFrame[*protocol.ServerHello](t, k0)
 	snap := expectFrame[*protocol.ServerSnapshot](t, k0)
@@ -708,5 +716,56 @@ func TestGrainGuestClockWaitsForFirstAttach(t *testing.T) {
 	}
 	if el := time.Since(joined); el < timing.DecisionTime+timing.BankTime {
 		t.Fatalf("timeout fired %v after the friend joined, before decision+bank (%v)", el, timing.DecisionTime+timing.BankTime)
+	}
+}
+
+// A guest names its seat once (NameSeat); the name and a still-held clock
+// come back on a new activation, from the log and from a snapshot alike.
+func TestGrainGuestNameAndHeldClockSurviveReactivation(t *testing.T) {
+	for _, every := range []int{1, 100} {
+		t.Run(fmt.Sprintf("snapshot-every-%d", every), func(t *testing.T) {
+			timing := fastTiming()
+			timing.SnapshotEvery = every
+			timing.SeatKeepAlive = 2 * time.Second
+			tn := startTestNode(t, timing)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			id := tn.createFriendMatch(t)
+			_, k0 := tn.open(t, id, 0, 0)
+			expectFrame[*protocol.ServerHello](t, k0)
+			if v := expectFrame[*protocol.ServerSnapshot](t, k0).View; v.Players[1].Name != "Friend" {
+				t.Fatalf("friend's name before naming: %q", v.Players[1].Name)
+			}
+			if err := tn.gw.NameSeat(ctx, id, 1, "Bea"); err != nil {
+				t.Fatalf("name seat 1: %v", err)
+			}
+			if v := expectFrame[*protocol.ServerSnapshot](t, k0).View; v.Players[1].Name != "Bea" || v.Players[0].Name != "Ann" {
+				t.Fatalf("the creator's view after naming: %q", []string{v.Players[0].Name, v.Players[1].Name})
+			}
+			if err := tn.gw.NameSeat(ctx, id, 1, "Cleo"); err != nil {
+				t.Fatalf("name seat 1 again: %v", err)
+			}
+			if err := tn.gw.NameSeat(ctx, id, 0, "Mallory"); !errors.Is(err, ErrBadRequest) {
+				t.Fatalf("naming the creator's seat: %v, want ErrBadRequest", err)
+			}
+			// Another activation takes over before the friend has come.
+			if _, err := tn.store.Inner().Claim(ctx, id, "intruder"); err != nil {
+				t.Fatalf("intruding claim: %v", err)
+			}
+			s0, k0 := tn.open(t, id, 0, 0)
+			expectFrame[*protocol.ServerHello](t, k0)
+			v := expectFrame[*protocol.ServerSnapshot](t, k0).View
+			if v.Players[1].Name != "Bea" || v.Clock.IsRunning || v.Clock.TurnDeadlineMs != 0 {
+				t.Fatalf("after reactivation: friend %q, clock %+v; want Bea and a held clock", v.Players[1].Name, v.Clock)
+			}
+			_, k1 := tn.open(t, id, 1, 0)
+			expectFrame[*protocol.ServerHello](t, k1)
+			if v := expectFrame[*protocol.ServerSnapshot](t, k1).View; v.Players[1].Name != "Bea" || !v.Clock.IsRunning {
+				t.Fatalf("the friend's own view: name %q, clock %+v; want Bea and a running clock", v.Players[1].Name, v.Clock)
+			}
+			if v := fullView(t, s0, k0); !v.Clock.IsRunning {
+				t.Fatalf("the creator's clock once the friend came: %+v", v.Clock)
+			}
+		})
 	}
 }

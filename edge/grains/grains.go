@@ -24,6 +24,10 @@ func (m gatewayMatches) MatchExists(ctx context.Context, matchID string) (bool, 
 	return ok, translateGatewayErr(err)
 }
 
+func (m gatewayMatches) NameSeat(ctx context.Context, matchID string, seat int, name string) error {
+	return translateGatewayErr(m.g.NameSeat(ctx, matchID, seat, name))
+}
+
 func (m gatewayMatches) OpenSeat(ctx context.Context, req edge.OpenSeatRequest, sink edge.SeatSink) (edge.Seat, error) {
 	s, err := m.g.OpenSeat(ctx, actors.SeatRequest{
 		MatchID: req.MatchID, Seat: req.Seat, TicketID: req.TicketID,
