@@ -726,12 +726,11 @@ func TestGrainGuestNameAndHeldClockSurviveReactivation(t *testing.T) {
 		t.Run(fmt.Sprintf("snapshot-every-%d", every), func(t *testing.T) {
 			timing := fastTiming()
 			timing.SnapshotEvery = every
-			timing.SeatKeepAlive = 2 * time.Second
 			tn := startTestNode(t, timing)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			id := tn.createFriendMatch(t)
-			_, k0 := tn.open(t, id, 0, 0)
+			first, k0 := tn.open(t, id, 0, 0)
 			expectFrame[*protocol.ServerHello](t, k0)
 			if v := expectFrame[*protocol.ServerSnapshot](t, k0).View; v.Players[1].Name != "Friend" {
 				t.Fatalf("friend's name before naming: %q", v.Players[1].Name)
@@ -748,10 +747,13 @@ func TestGrainGuestNameAndHeldClockSurviveReactivation(t *testing.T) {
 			if err := tn.gw.NameSeat(ctx, id, 0, "Mallory"); !errors.Is(err, ErrBadRequest) {
 				t.Fatalf("naming the creator's seat: %v, want ErrBadRequest", err)
 			}
-			// Another activation takes over before the friend has come.
+			// Another activation claims the match before the friend has come;
+			// the creator leaves, and that write finds this activation fenced.
+			// The creator's next visit meets a new one, rebuilt from the store.
 			if _, err := tn.store.Inner().Claim(ctx, id, "intruder"); err != nil {
 				t.Fatalf("intruding claim: %v", err)
 			}
+			first.Close(true)
 			s0, k0 := tn.open(t, id, 0, 0)
 			expectFrame[*protocol.ServerHello](t, k0)
 			v := expectFrame[*protocol.ServerSnapshot](t, k0).View
