@@ -139,17 +139,17 @@ func (m *member) name() string { return fmt.Sprintf("m%d", m.n) }
 
 // httpAddr is where clients reach the member's edge.
 func (m *member) httpAddr() string {
-	return netip.AddrPortFrom(memberAddr(m.n), httpPort).String()
+	return netip.AddrPortFrom(MemberAddr(m.n), httpPort).String()
 }
 
 // memberArgs are the flags of member n of members. Failure detection and
 // the seat keep-alive are the chaos tests' scaled-down values.
 func memberArgs(n, members int, fd Timing, adminToken, ticketKey string) []string {
-	addr := memberAddr(n).String()
+	addr := MemberAddr(n).String()
 	var join []string
 	for i := 1; i <= members; i++ {
 		if i != n {
-			join = append(join, netip.AddrPortFrom(memberAddr(i), gossipPort).String())
+			join = append(join, netip.AddrPortFrom(MemberAddr(i), gossipPort).String())
 		}
 	}
 	return []string{
@@ -174,7 +174,7 @@ func memberArgs(n, members int, fd Timing, adminToken, ticketKey string) []strin
 
 // start starts the process and waits for its ready line.
 func (m *member) start() error {
-	cmd := exec.Command("ip", append([]string{"netns", "exec", memberNS(m.n), m.bin}, m.args...)...)
+	cmd := exec.Command("ip", append([]string{"netns", "exec", MemberNS(m.n), m.bin}, m.args...)...)
 	cmd.Stderr = m.log
 	cmd.SysProcAttr = childAttr()
 	stdout, err := cmd.StdoutPipe()

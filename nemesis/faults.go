@@ -91,24 +91,24 @@ func netRules(f Fault, members int) string {
 	case KindPeersCut:
 		for m := 1; m <= members; m++ {
 			if !in(m) {
-				b.WriteString(dropBetween(port(memberNS(f.Targets[0])), port(memberNS(m)), false))
+				b.WriteString(dropBetween(port(MemberNS(f.Targets[0])), port(MemberNS(m)), false))
 			}
 		}
 	case KindDBCut:
-		b.WriteString(dropBetween(port(memberNS(f.Targets[0])), port(pgNS), false))
+		b.WriteString(dropBetween(port(MemberNS(f.Targets[0])), port(pgNS), false))
 	case KindSplit:
 		for _, t := range f.Targets {
-			b.WriteString(dropBetween(port(memberNS(t)), port(pgNS), false))
+			b.WriteString(dropBetween(port(MemberNS(t)), port(pgNS), false))
 			for m := 1; m <= members; m++ {
 				if !in(m) {
-					b.WriteString(dropBetween(port(memberNS(t)), port(memberNS(m)), false))
+					b.WriteString(dropBetween(port(MemberNS(t)), port(MemberNS(m)), false))
 				}
 			}
 		}
 	case KindOneWay:
-		b.WriteString(dropBetween(port(memberNS(f.Targets[0])), port(memberNS(f.Targets[1])), true))
+		b.WriteString(dropBetween(port(MemberNS(f.Targets[0])), port(MemberNS(f.Targets[1])), true))
 	case KindLoss:
-		p := port(memberNS(f.Targets[0]))
+		p := port(MemberNS(f.Targets[0]))
 		fmt.Fprintf(&b, "add rule bridge %s faults iifname %q numgen random mod 100 < %d drop\n", nftTable, p, lossPercent)
 		fmt.Fprintf(&b, "add rule bridge %s faults oifname %q numgen random mod 100 < %d drop\n", nftTable, p, lossPercent)
 	}
@@ -119,10 +119,11 @@ func netRules(f Fault, members int) string {
 // 300 ms of queue, on both ends of the member's link.
 var slowLink = []string{"tbf", "rate", "512kbit", "burst", "16kb", "latency", "300ms"}
 
-// applyNet injects the network part of f.
-func applyNet(ctx context.Context, f Fault, members int) error {
+// ApplyNet injects the network part of f among members, in a network
+// Setup made: nft rules at the bridge, or token buckets.
+func ApplyNet(ctx context.Context, f Fault, members int) error {
 	if f.Kind == KindSlow {
-		ns := memberNS(f.Targets[0])
+		ns := MemberNS(f.Targets[0])
 		if err := run(ctx, "ip", append([]string{"netns", "exec", ns, "tc", "qdisc", "replace", "dev", "eth0", "root"}, slowLink...)...); err != nil {
 			return err
 		}
@@ -134,11 +135,11 @@ func applyNet(ctx context.Context, f Fault, members int) error {
 	return nil
 }
 
-// healNet removes every network fault: the nft chain is flushed, token
+// HealNet removes every network fault: the nft chain is flushed, token
 // buckets removed (one fault runs at a time, so this heals exactly f).
-func healNet(ctx context.Context, f Fault) error {
+func HealNet(ctx context.Context, f Fault) error {
 	if f.Kind == KindSlow {
-		ns := memberNS(f.Targets[0])
+		ns := MemberNS(f.Targets[0])
 		err1 := inNS(ctx, ns, "tc", "qdisc", "del", "dev", "eth0", "root")
 		err2 := inNS(ctx, bridgeNS, "tc", "qdisc", "del", "dev", port(ns), "root")
 		if err1 != nil || err2 != nil {

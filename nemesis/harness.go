@@ -301,7 +301,7 @@ func inject(ctx context.Context, f Fault, members []*member) error {
 	case KindKill:
 		return members[f.Targets[0]-1].kill()
 	default:
-		return applyNet(ctx, f, len(members))
+		return ApplyNet(ctx, f, len(members))
 	}
 }
 
@@ -312,7 +312,7 @@ func heal(ctx context.Context, f Fault, members []*member) error {
 	case KindKill:
 		return members[f.Targets[0]-1].restart()
 	default:
-		return healNet(ctx, f)
+		return HealNet(ctx, f)
 	}
 }
 
