@@ -77,6 +77,7 @@ type provider struct {
 	// lastIgnored is the side of the last eviction notice ignored, so each
 	// is logged once.
 	lastIgnored atomic.Pointer[string]
+	obeyedOnce  sync.Once
 
 	// verify, if set, proves that a peer's remote passes this member's
 	// mutual TLS (Security.TLS); a peer enters the topology, and so gets
@@ -551,7 +552,10 @@ func (d metaDelegate) NotifyMsg(msg []byte) {
 		return
 	}
 	if mine, ok := d.p.obeys(side); ok {
-		d.p.log.Warn("cluster: eviction notice obeyed", slog.Any("their_side", side), slog.Any("my_side", mine))
+		// Notices repeat every republish tick: log the first.
+		d.p.obeyedOnce.Do(func() {
+			d.p.log.Warn("cluster: eviction notice obeyed", slog.Any("their_side", side), slog.Any("my_side", mine))
+		})
 		d.p.evicted()
 		return
 	}
