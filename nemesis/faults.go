@@ -12,8 +12,8 @@ import (
 type Kind string
 
 // The fault kinds, in the report's order. KindPrimaryKill needs the highly
-// available database (pg_auto_failover) and is reported as pending until the
-// harness runs one.
+// available database (Config.PGHA); without it the report says
+// primary-kill=off.
 const (
 	KindPeersCut    Kind = "peers-cut"    // one member cut from its peers (gossip and remote), not from PostgreSQL
 	KindDBCut       Kind = "db-cut"       // one member cut from PostgreSQL, not from its peers
@@ -23,10 +23,11 @@ const (
 	KindSlow        Kind = "slow"         // one member's link limited by a token bucket (tc tbf)
 	KindPause       Kind = "pause"        // SIGSTOP, then SIGCONT
 	KindKill        Kind = "kill"         // kill -9, then a restart
-	KindPrimaryKill Kind = "primary-kill" // the database primary killed (pending: needs deploy/pg-ha.sh)
+	KindPrimaryKill Kind = "primary-kill" // the database primary killed (Config.PGHA only)
 )
 
-// Kinds are the kinds the scheduler injects.
+// Kinds are the kinds the scheduler injects; primary-kill joins them
+// with the highly available database.
 var Kinds = []Kind{KindPeersCut, KindDBCut, KindSplit, KindOneWay, KindLoss, KindSlow, KindPause, KindKill}
 
 // lossPercent is the share of packets the loss fault drops each way.
@@ -60,6 +61,8 @@ func pick(rng *rand.Rand, k Kind, n int) Fault {
 		}
 	case KindOneWay:
 		f.Targets = []int{perm[0] + 1, perm[1] + 1}
+	case KindPrimaryKill:
+		// The database's fault: no member is its target.
 	default:
 		f.Targets = []int{perm[0] + 1}
 	}
