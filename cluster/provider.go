@@ -617,13 +617,15 @@ func (p *provider) bumpLoop() {
 			return
 		case <-p.bump:
 		}
-		// UpdateNode queues the alive broadcast at once and then waits for
-		// it to be sent; a timeout only ends the wait.
-		if err := p.ml.UpdateNode(bumpWait); err != nil {
-			p.log.Debug("cluster: incarnation bump not broadcast yet", slog.Any("error", err))
+		// Never after a leave: an alive message with a newer incarnation
+		// would undo it on the peers. UpdateNode raises the incarnation and
+		// queues its broadcast at once, then waits for the broadcast to go
+		// out; a timeout only ends that wait, kept short so as not to hold
+		// up a leave.
+		p.mu.Lock()
+		if !p.left && !p.shutdown {
+			_ = p.ml.UpdateNode(time.Millisecond) // only "timeout waiting for update broadcast"
 		}
+		p.mu.Unlock()
 	}
 }
-
-// bumpWait bounds how long bumpLoop waits for its broadcast.
-const bumpWait = time.Second
