@@ -105,7 +105,8 @@ var IntentRejectCode = {
   NotSupported: 4,
   RateLimited: 5,
   Malformed: 6,
-  Stale: 7
+  Stale: 7,
+  Spectator: 8
 };
 var ErrorCode = {
   UnsupportedVersion: 0,
@@ -117,7 +118,8 @@ var ErrorCode = {
   MatchFinished: 6,
   Internal: 7,
   HeartbeatTimeout: 8,
-  SessionReplaced: 9
+  SessionReplaced: 9,
+  SpectatorsFull: 10
 };
 var Version = 1;
 var MaxFrameBytes = 262144;
@@ -144,7 +146,9 @@ var CloseHeartbeatTimeout = 4408;
 var CloseReplaced = 4409;
 var CloseUnsupportedVersion = 4410;
 var CloseRateLimited = 4413;
+var CloseSpectatorsFull = 4429;
 var CloseInternal = 4500;
+var SeatSpectator = 2;
 var CLIENT_FRAMES = [
   { key: 0, type: "ClientHello", fields: [{ "name": "protocolVersion", "t": { "k": "int" } }, { "name": "ticket", "t": { "k": "string" } }, { "name": "clientBuild", "t": { "k": "string" } }, { "name": "resumeFromSeq", "t": { "k": "int" } }] },
   { key: 1, type: "ClientIntent", fields: [{ "name": "intentId", "t": { "k": "string" } }, { "name": "basedOnSeq", "t": { "k": "int" } }, { "name": "intent", "t": { "k": "union", "name": "Intent" } }] },
@@ -2664,6 +2668,7 @@ export {
   CloseProtocolViolation,
   CloseRateLimited,
   CloseReplaced,
+  CloseSpectatorsFull,
   CloseTicket,
   CloseUnsupportedVersion,
   DEFAULT_BACKOFF_MS,
@@ -2689,6 +2694,7 @@ export {
   ProtocolError,
   RetireCause,
   SERVER_FRAMES,
+  SeatSpectator,
   Session,
   SessionError,
   SlotBackCentre,
