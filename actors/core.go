@@ -110,7 +110,10 @@ type Core struct {
 
 	refusal string // why the activation was refused (stateRefused)
 
-	seats         [2]*attachment
+	seats [2]*attachment
+	// spectators are the attached spectators' connections by session id
+	// (spectators.go); nil until the first one.
+	spectators    map[string]*attachment
 	lastClockSent int64
 	// botStuckAt is the log position at which a bot seat failed to act
 	// (memory only: a new activation tries again once).
@@ -556,6 +559,7 @@ func (g *Core) halt(reason HaltReason) {
 		g.log.Info("activation halted", "halt_reason", reason.String(), "epoch", g.epoch, "log_seq", g.logSeq)
 	}
 	g.state = stateStopped
+	g.spectators = nil
 	for s, a := range g.seats {
 		if a != nil {
 			// No SeatDetached: the edge seat's keep-alive finds the new
@@ -642,12 +646,16 @@ func seenEpoch(m any) int64 {
 	return 0
 }
 
-// attached returns the attachment of seat if sessionID holds it.
+// attached returns the attachment of seat (or of the spectator, seat
+// protocol.SeatSpectator) if sessionID holds it.
 func (g *Core) attached(seat int, sessionID string) *attachment {
-	if seat < 0 || seat > 1 {
-		return nil
+	var a *attachment
+	switch {
+	case spectating(seat):
+		a = g.spectators[sessionID]
+	case seat == 0 || seat == 1:
+		a = g.seats[seat]
 	}
-	a := g.seats[seat]
 	if a == nil || a.sessionID != sessionID {
 		return nil
 	}

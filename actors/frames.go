@@ -31,8 +31,8 @@ func (g *Core) view(seat int) protocol.MatchView {
 		v.Players[i].Name = g.meta.Names[i]
 	}
 	// Conceding is always possible while the match runs (docs/protocol.md §9.16), and the
-	// server, not the engine, handles it.
-	if !g.engine.IsFinished() && !hasConcede(v.LegalIntents) {
+	// server, not the engine, handles it; a spectator may do nothing.
+	if !spectating(seat) && !g.engine.IsFinished() && !hasConcede(v.LegalIntents) {
 		v.LegalIntents = append(v.LegalIntents, protocol.Concede{})
 	}
 	return v

@@ -47,6 +47,9 @@ type GrainDeps struct {
 	// activation for good, answering the seats routed to it from a stale
 	// state while the owner's activation serves the others.
 	Owns func(matchID string) bool
+	// MaxSpectators is how many spectators a match accepts at once
+	// (docs/protocol.md §14.7); 0 accepts none.
+	MaxSpectators int
 
 	// storeDeadline gives store calls their StoreTimeout; NewMatchKind sets
 	// it. The calls of one tick share a context (internal/deadline): a

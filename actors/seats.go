@@ -17,6 +17,10 @@ import (
 const keepAliveMisses = 3
 
 func (g *Core) onAttach(m *AttachSeat) {
+	if spectating(m.Seat) {
+		g.onAttachSpectator(m)
+		return
+	}
 	if m.Seat < 0 || m.Seat > 1 || m.SessionID == "" || m.SessionAddr == "" {
 		g.respond(&Reply{Code: ReplyBadRequest, Message: "bad seat"})
 		return
@@ -69,7 +73,15 @@ func (g *Core) onAttach(m *AttachSeat) {
 		}
 	}
 	g.absent.Since[m.Seat] = 0
+	g.send(pid, &SeatFrames{Epoch: g.epoch, Initial: true, Frames: g.attachFrames(m)})
+	g.respond(&Reply{Code: ReplyOK})
+	g.scheduleTick()
+}
 
+// attachFrames answers an attach (a seat's or a spectator's): the hello
+// unless it is a re-attach, the state (the events after m.ResumeFromSeq,
+// or a snapshot) and the clock.
+func (g *Core) attachFrames(m *AttachSeat) []OutFrame {
 	var frames []OutFrame
 	// A finished match resumes like a running one: a seat whose connection
 	// moved (a failover, a lost link) just before the end still gets the
@@ -93,16 +105,18 @@ func (g *Core) onAttach(m *AttachSeat) {
 		}, 0))
 	}
 	frames = append(frames, state...)
-	frames = append(frames, g.clockFrame())
-	g.send(pid, &SeatFrames{Epoch: g.epoch, Initial: true, Frames: frames})
-	g.respond(&Reply{Code: ReplyOK})
-	g.scheduleTick()
+	return append(frames, g.clockFrame())
 }
 
 func (g *Core) onIntent(m *SubmitIntent) {
 	a := g.attached(m.Seat, m.SessionID)
 	if a == nil {
 		g.respond(&Reply{Code: ReplyNotAttached, Message: "seat not attached"})
+		return
+	}
+	if spectating(m.Seat) {
+		code, msg := g.refuseSpectatorIntent(a, m)
+		g.respond(&Reply{Code: code, Message: msg})
 		return
 	}
 	// The reply comes only after the intent's outcome is settled: a write
@@ -242,6 +256,13 @@ func (g *Core) broadcast(evs []protocol.EventEnvelope, seat int, res *protocol.S
 			g.send(a.pid, &SeatFrames{Epoch: g.epoch, Frames: frames})
 		}
 	}
+	// Spectators come after both seats, so that their frames never go out
+	// ahead of a seat's.
+	if len(g.spectators) > 0 && clock == nil && (deciderChanged || g.engine.IsFinished()) {
+		f := g.clockFrame()
+		clock = &f
+	}
+	g.broadcastSpectators(evs, clock)
 	if deciderChanged {
 		g.lastClockSent = g.now()
 	}
@@ -276,6 +297,11 @@ func (g *Core) onResync(m *ResyncSeat) {
 
 func (g *Core) onDetach(m *DetachSeat) {
 	if g.attached(m.Seat, m.SessionID) == nil {
+		g.respond(&Reply{Code: ReplyOK})
+		return
+	}
+	if spectating(m.Seat) {
+		delete(g.spectators, m.SessionID)
 		g.respond(&Reply{Code: ReplyOK})
 		return
 	}
@@ -334,6 +360,7 @@ func (g *Core) onTick() {
 			}
 		}
 	}
+	g.dropSilentSpectators(stale)
 	if !g.engine.IsFinished() {
 		if at := g.clock.timeoutAt(g.deps.Timing); at > 0 && at <= now {
 			g.finish(g.clock.Decider, protocol.FinishTimeout, now)
@@ -356,6 +383,7 @@ func (g *Core) onTick() {
 				g.send(a.pid, &SeatFrames{Epoch: g.epoch, Frames: []OutFrame{f}})
 			}
 		}
+		g.pushSpectators([]OutFrame{f})
 	}
 	g.scheduleTick()
 }
