@@ -136,6 +136,10 @@ type Config struct {
 	// /api/play/matches, /api/play/tickets and GET /api/play/decks) that
 	// need no admin token; see play.go for what they allow. Off by default.
 	PublicPlay bool
+	// MaxSpectators is how many spectators a match accepts at once
+	// (docs/protocol.md §14.7, matchd --max-spectators); 0, the zero
+	// value, issues no spectator tickets. The match grain enforces the cap.
+	MaxSpectators int
 	// PublicCreatesPerMinute bounds public match creation per client
 	// address (default 10); PublicCreatesGlobalPerMinute for the whole edge
 	// (default 120).
