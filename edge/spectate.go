@@ -21,6 +21,14 @@ import (
 // "delayMs"}. A spectator sees only what both seats may see, so a match id
 // is all it takes; the match caps its spectators when they connect.
 
+// A spectator's connection is dropped once this many frames, or bytes,
+// wait for it (a seat's bounds are Config.OutboundQueueFrames and
+// OutboundQueueBytes, when lower): docs/protocol.md §14.8.
+const (
+	SpectatorQueueFrames = 64
+	SpectatorQueueBytes  = 1 << 20
+)
+
 type spectatorTicketRequest struct {
 	MatchID string `json:"matchId"`
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matchgrain/matchgrain/edge"
 	"github.com/matchgrain/matchgrain/protocol"
@@ -99,5 +100,61 @@ func TestSpectatorTicketsPublic(t *testing.T) {
 	}
 	if resp, data := h.do(t, "POST", "/api/play/spectate", "", `{"matchId":"nope"}`); resp.StatusCode != http.StatusNotFound || errorCode(t, data) != "match_not_found" {
 		t.Fatalf("public spectator ticket for an unknown match: %d %s", resp.StatusCode, data)
+	}
+}
+
+// A spectator's session over both transports: a hello as seat 2 with a
+// view that holds no legal intents, the seats' batches as they come, an
+// intent refused with the connection left open, and a queue shorter than a
+// seat's: a push of more frames than it holds drops the spectator, while
+// the same push to a seat goes through.
+func TestSpectatorSession(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			h := newHarness(t, newFakeMatches, nil)
+			id := h.newMatch()
+			spec := dial(t, h, tr)
+			if hl := hello(t, spec, h.ticket(id, protocol.SeatSpectator), 0); hl.PlayerIndex != protocol.SeatSpectator {
+				t.Fatalf("spectator hello %+v", hl)
+			}
+			if v := expectFrame[*protocol.ServerSnapshot](t, spec, 5*time.Second).View; v.You != protocol.SeatSpectator || len(v.LegalIntents) != 0 {
+				t.Fatalf("spectator view: you %d, legal intents %v", v.You, v.LegalIntents)
+			}
+			seat := dial(t, h, tr)
+			hello(t, seat, h.ticket(id, 0), 0)
+			send(t, seat, &protocol.ClientIntent{IntentID: "end-1", BasedOnSeq: 1, Intent: protocol.EndTurn{}})
+			if ev := expectFrame[*protocol.ServerEvents](t, spec, 5*time.Second); len(ev.Events) == 0 {
+				t.Fatalf("the spectator got an empty batch after the seat's EndTurn: %+v", ev)
+			}
+			send(t, spec, &protocol.ClientIntent{IntentID: "spy", BasedOnSeq: 1, Intent: protocol.Concede{}})
+			if r := expectFrame[*protocol.ServerIntentResult](t, spec, 5*time.Second); r.Accepted || r.Code != protocol.RejectSpectator {
+				t.Fatalf("a spectator's intent: %+v, want refused with code Spectator", r)
+			}
+			if done, _ := fakeOf(t, h).Finished(id); done {
+				t.Fatalf("a spectator's Concede ended the match")
+			}
+
+			ping, err := protocol.EncodeServerFrame(&protocol.ServerPing{Nonce: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			burst := make([][]byte, edge.SpectatorQueueFrames+1)
+			for i := range burst {
+				burst[i] = ping
+			}
+			fakeOf(t, h).Seat(id, 0).Sink().Deliver(burst)
+			fakeOf(t, h).Seat(id, protocol.SeatSpectator).Sink().Deliver(burst)
+			// Dropped without a close frame (gorilla reports 1006) or a ServerError.
+			if got := readUntilClosed(t, spec, 5*time.Second); (got.wsCode != 0 && got.wsCode != 1006) || got.lastError != nil {
+				t.Fatalf("a spectator whose queue overflowed: closed %+v, want dropped without a word", got)
+			}
+			send(t, seat, &protocol.ClientPing{Nonce: 7})
+			if p := expectFrame[*protocol.ServerPong](t, seat, 5*time.Second); p.Nonce != 7 {
+				t.Fatalf("the seat's pong %+v", p)
+			}
+			if n, err := h.metric(`matchgrain_edge_closes_total{reason="slow_consumer"}`); err != nil || n != 1 {
+				t.Fatalf("%v slow-consumer drops (%v), want 1: the spectator only", n, err)
+			}
+		})
 	}
 }
