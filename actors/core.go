@@ -113,7 +113,11 @@ type Core struct {
 	seats [2]*attachment
 	// spectators are the attached spectators' connections by session id
 	// (spectators.go); nil until the first one.
-	spectators    map[string]*attachment
+	spectators map[string]*attachment
+	// specShown and specPending are the delayed spectators' horizon and
+	// the batches after it (spectators.go).
+	specShown     int64
+	specPending   []specBatch
 	lastClockSent int64
 	// botStuckAt is the log position at which a bot seat failed to act
 	// (memory only: a new activation tries again once).
@@ -275,6 +279,7 @@ func (g *Core) activate(id string) {
 		g.checkpointDue = !rec.Finished
 		g.rd.IdleStop = true
 	}
+	g.startSpectatorHorizon(now)
 	if mutate.Planted == mutate.DropReactivationTimer {
 		return
 	}

@@ -92,7 +92,7 @@ func (g *Core) attachFrames(m *AttachSeat) []OutFrame {
 	if resumable {
 		var evs []protocol.EventEnvelope
 		if evs, resumable = g.eventsFrom(m.ResumeFromSeq + 1); resumable {
-			state = g.eventsFrames(m.Seat, m.ResumeFromSeq+1, evs)
+			state = g.eventsFrames(m.Seat, m.ResumeFromSeq+1, g.engine.LastSeq(), evs)
 		}
 	}
 	if !resumable {
@@ -276,6 +276,21 @@ func (g *Core) onResync(m *ResyncSeat) {
 		return
 	}
 	g.respond(&Reply{Code: ReplyOK})
+	if spectating(m.Seat) && g.spectatorsDelayed() {
+		// A delayed spectator never gets a snapshot of a later state:
+		// events up to the horizon (docs/protocol.md §14.5).
+		from := max(m.FromSeq, 1)
+		if m.Full {
+			from = 1
+		}
+		if fs, ok := g.delayedFrames(from, g.specShown); ok {
+			g.send(a.pid, &SeatFrames{Epoch: g.epoch, Requested: true, Frames: fs})
+		} else {
+			delete(g.spectators, m.SessionID)
+			g.send(a.pid, &SeatDetached{Epoch: g.epoch, Reason: DetachUnavailable})
+		}
+		return
+	}
 	var fs []OutFrame
 	// A resync from before the journal gets a snapshot, not a replay of the
 	// log: an open connection can ask again and again (docs/protocol.md §4.4).
@@ -290,7 +305,7 @@ func (g *Core) onResync(m *ResyncSeat) {
 	if err != nil {
 		fs = []OutFrame{g.snapshotFrame(m.Seat)}
 	} else {
-		fs = g.eventsFrames(m.Seat, m.FromSeq, evs)
+		fs = g.eventsFrames(m.Seat, m.FromSeq, g.engine.LastSeq(), evs)
 	}
 	g.send(a.pid, &SeatFrames{Epoch: g.epoch, Requested: true, Frames: fs})
 }
@@ -361,6 +376,9 @@ func (g *Core) onTick() {
 		}
 	}
 	g.dropSilentSpectators(stale)
+	if g.spectatorsDelayed() {
+		g.releaseSpectators(now)
+	}
 	if !g.engine.IsFinished() {
 		if at := g.clock.timeoutAt(g.deps.Timing); at > 0 && at <= now {
 			g.finish(g.clock.Decider, protocol.FinishTimeout, now)
@@ -383,7 +401,9 @@ func (g *Core) onTick() {
 				g.send(a.pid, &SeatFrames{Epoch: g.epoch, Frames: []OutFrame{f}})
 			}
 		}
-		g.pushSpectators([]OutFrame{f})
+		if !g.spectatorsDelayed() {
+			g.pushSpectators([]OutFrame{f})
+		}
 	}
 	g.scheduleTick()
 }
@@ -417,6 +437,9 @@ func (g *Core) scheduleTick() {
 		consider(g.absent.next(t))
 		consider(g.lastClockSent + t.ClockInterval.Milliseconds())
 		consider(g.botDue())
+	}
+	if at := g.spectatorTickDue(); at > 0 && at < next {
+		next = at
 	}
 	g.rd.Tick, g.rd.TickIn = true, max(time.Duration(next-now)*time.Millisecond, time.Millisecond)
 }

@@ -25,11 +25,43 @@ type coreRun struct {
 	raw     map[string][][]byte
 	replies []*Reply
 	tickIn  time.Duration
+	// cores makes the next activation (failover).
+	cores func() *Core
+}
+
+// failover drops the running activation, as a member's death does, and
+// activates the match again on the same store (a newer epoch).
+func (r *coreRun) failover() {
+	r.t.Helper()
+	r.core = r.cores()
+	r.take(r.core.Activate("m_spect"))
+}
+
+// reattachSpectator is the edge's re-attach of a spectator whose match
+// moved: no ticket, from the last seq the spectator got.
+func (r *coreRun) reattachSpectator(id string) *Reply {
+	r.t.Helper()
+	return r.handle(&AttachSeat{Seat: protocol.SeatSpectator, TicketExpiresMs: r.now.Add(time.Minute).UnixMilli(),
+		ResumeFromSeq: lastSeen(r.got[id]), Reattach: true, SessionAddr: "edge-1", SessionID: id})
+}
+
+// lastSeen is the last event seq a stream of frames brought its client to.
+func lastSeen(frames []protocol.ServerFrame) int64 {
+	var last int64
+	for _, f := range frames {
+		switch v := f.(type) {
+		case *protocol.ServerEvents:
+			last = max(last, v.ToSeq)
+		case *protocol.ServerSnapshot:
+			last = v.View.EventSeq
+		}
+	}
+	return last
 }
 
 // startBotMatch activates a match between two bots (it plays itself on
 // ticks) with the real game rules.
-func startBotMatch(t *testing.T, maxSpectators int) *coreRun {
+func startBotMatch(t *testing.T, maxSpectators int, tune ...func(*GrainDeps)) *coreRun {
 	t.Helper()
 	store, err := persistence.OpenEmbedded(t.TempDir())
 	if err != nil {
@@ -41,14 +73,19 @@ func startBotMatch(t *testing.T, maxSpectators int) *coreRun {
 	timing := DefaultTiming()
 	timing.BotThink = 200 * time.Millisecond
 	rules := GameRules{}
-	cores, err := NewCores(GrainDeps{
+	deps := GrainDeps{
 		Store: store, Rules: rules, Timing: timing, Owner: func() string { return "m1" },
 		Now: func() time.Time { return r.now }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		MaxSpectators: maxSpectators,
-	})
+	}
+	for _, f := range tune {
+		f(&deps)
+	}
+	cores, err := NewCores(deps)
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.cores = cores
 	meta, err := EncodeMatchMeta([2]string{"Ann", "Bob"}, [2]string{"S1", "S2"}, 42, r.now.UnixMilli(), [2]bool{true, true}, rules)
 	if err != nil {
 		t.Fatal(err)
@@ -303,12 +340,105 @@ func TestSpectatorsCappedAndDropped(t *testing.T) {
 	if rep := r.handle(&SeatPing{Seat: protocol.SeatSpectator, SessionID: "spec-a"}); len(rep.NotAttached) != 1 {
 		t.Fatalf("keep-alive of a dropped spectator: %+v, want it named not attached", rep)
 	}
-	if _, ok := r.core.spectators["spec-c"]; !ok {
-		t.Fatalf("a spectator with keep-alives was dropped")
+	if st := r.handle(&Inspect{}).Status; st == nil || st.Spectators != 1 {
+		t.Fatalf("status after the drop: %+v, want 1 spectator", st)
 	}
 
 	off := startBotMatch(t, 0)
 	if rep := off.attachSpectator("spec-a", 0); rep.Code != ReplySpectatorsFull {
 		t.Fatalf("a spectator where none are allowed: %+v", rep)
+	}
+}
+
+// A spectator follows its match through a failover: the edge re-attaches it
+// to the new activation from the last seq it got, and its stream goes on to
+// GameFinished without a gap or a repeat.
+func TestSpectatorFollowsFailover(t *testing.T) {
+	r := startBotMatch(t, 4)
+	r.attachSpectator("spec-a", 0)
+	for r.core.engine.LastSeq() < 50 {
+		r.step("spec-a")
+	}
+	r.failover()
+	if rep := r.reattachSpectator("spec-a"); rep.Code != ReplyOK {
+		t.Fatalf("re-attach after the failover: %+v", rep)
+	}
+	r.playToEnd("spec-a")
+	if fin := checkSpectatorStream(t, r.got["spec-a"], r.core.engine.LastSeq()); fin == nil {
+		t.Fatalf("the spectator never saw GameFinished")
+	}
+}
+
+// With a delay, spectators see a batch only once enough later events exist
+// and it is old enough, always whole batches, never a clock; the end comes
+// through; a failover holds them back longer, never shorter; and the stream
+// has no gap.
+func TestSpectatorDelay(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		events int
+		delay  time.Duration
+	}{
+		{"events", 12, 0},
+		{"time", 0, 5 * time.Second},
+		{"both", 6, 3 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := startBotMatch(t, 4, func(d *GrainDeps) { d.SpectatorDelayEvents, d.SpectatorDelay = tc.events, tc.delay })
+			appended := map[int64]time.Time{}
+			note := func() {
+				for s := int64(1); s <= r.core.engine.LastSeq(); s++ {
+					if _, ok := appended[s]; !ok {
+						appended[s] = r.now
+					}
+				}
+			}
+			note()
+			r.attachSpectator("spec-a", 0)
+			check := func() {
+				t.Helper()
+				seen := lastSeen(r.got["spec-a"])
+				if seen == 0 {
+					return
+				}
+				if !r.core.engine.IsFinished() && r.core.engine.LastSeq()-seen < int64(tc.events) {
+					t.Fatalf("the spectator sees seq %d of %d: fewer than %d events later", seen, r.core.engine.LastSeq(), tc.events)
+				}
+				if at := appended[seen]; r.now.Sub(at) < tc.delay {
+					t.Fatalf("the spectator sees seq %d appended %v ago, want at least %v", seen, r.now.Sub(at), tc.delay)
+				}
+			}
+			failedOver := false
+			for i := 0; ; i++ {
+				if i > 40000 {
+					t.Fatalf("no end")
+				}
+				if !failedOver && r.core.engine.LastSeq() > 80 {
+					failedOver = true
+					r.failover()
+					note()
+					if rep := r.reattachSpectator("spec-a"); rep.Code != ReplyOK {
+						t.Fatalf("re-attach: %+v", rep)
+					}
+				}
+				if r.core.engine.IsFinished() && lastSeen(r.got["spec-a"]) == r.core.engine.LastSeq() {
+					break
+				}
+				r.step("spec-a")
+				note()
+				check()
+			}
+			for _, f := range r.got["spec-a"] {
+				if _, ok := f.(*protocol.ServerClock); ok {
+					t.Fatalf("a delayed spectator got a ServerClock")
+				}
+				if _, ok := f.(*protocol.ServerSnapshot); ok {
+					t.Fatalf("a delayed spectator got a snapshot while the match ran")
+				}
+			}
+			if fin := checkSpectatorStream(t, r.got["spec-a"], r.core.engine.LastSeq()); fin == nil {
+				t.Fatalf("the delayed spectator never saw GameFinished")
+			}
+		})
 	}
 }
