@@ -1929,7 +1929,7 @@ var ViewKeeper = class _ViewKeeper {
     v.ability = d.ability ? structuredCloneCompat(d.ability) : null;
     v.order = d.order ? structuredCloneCompat(d.order) : null;
     v.opponentChoosing = d.pending && d.player >= 0 && d.player === 1 - v.you;
-    if (d.player < 0) v.legalIntents = [];
+    if (d.player < 0 || v.you === SeatSpectator) v.legalIntents = [];
     else if (d.player === v.you) v.legalIntents = structuredCloneCompat(d.legalIntents);
     else v.legalIntents = [{ key: 17, type: "Concede", body: {} }];
     for (const pv of v.players) {
@@ -2642,6 +2642,9 @@ var Admin = class {
   }
   /** ticket issues a ticket for seat of matchId. */
   async ticket(matchId, seat) {
+    if (seat === SeatSpectator) {
+      return this.call("POST", "/api/game/spectator-tickets", { matchId });
+    }
     return this.call("POST", "/api/game/tickets", { matchId, seat });
   }
   /** ticketSource returns a TicketSource that issues a fresh ticket on every call, for SessionConfig.ticket. */
