@@ -16,6 +16,28 @@ import (
 // grain treats the seat's transport as gone (its edge died or lost the link).
 const keepAliveMisses = 3
 
+// consumeTicket records a first attach's ticket as used (a re-attach has
+// none) and reports whether the attach goes on; when not, it answered. The
+// seat's PID is the ticket's consumer: the same connection's attach,
+// retried because its answer was lost while the match moved, finds its own
+// record and goes on; any other use is refused.
+func (g *Core) consumeTicket(m *AttachSeat) bool {
+	if m.Reattach {
+		return true
+	}
+	err := g.deps.Store.ConsumeTicket(g.storeCtx(), m.TicketID, time.UnixMilli(m.TicketExpiresMs), m.SessionAddr+"/"+m.SessionID)
+	if errors.Is(err, persistence.ErrTicketUsed) {
+		g.respond(&Reply{Code: ReplyTicketUsed, Message: "ticket already used"})
+		return false
+	}
+	if err != nil {
+		g.log.Error("consume ticket", "seat", m.Seat, "err", err)
+		g.respond(&Reply{Code: ReplyUnavailable, Message: "store unavailable"})
+		return false
+	}
+	return true
+}
+
 func (g *Core) onAttach(m *AttachSeat) {
 	if spectating(m.Seat) {
 		g.onAttachSpectator(m)
@@ -38,20 +60,8 @@ func (g *Core) onAttach(m *AttachSeat) {
 		g.respond(&Reply{Code: ReplyReplaced, Message: "seat taken by a newer connection"})
 		return
 	}
-	if !m.Reattach {
-		// The seat's PID is the ticket's consumer: the same connection's
-		// attach, retried because its answer was lost while the match moved,
-		// finds its own record and goes on; any other use is refused.
-		err := g.deps.Store.ConsumeTicket(g.storeCtx(), m.TicketID, time.UnixMilli(m.TicketExpiresMs), m.SessionAddr+"/"+m.SessionID)
-		if errors.Is(err, persistence.ErrTicketUsed) {
-			g.respond(&Reply{Code: ReplyTicketUsed, Message: "ticket already used"})
-			return
-		}
-		if err != nil {
-			g.log.Error("consume ticket", "seat", m.Seat, "err", err)
-			g.respond(&Reply{Code: ReplyUnavailable, Message: "store unavailable"})
-			return
-		}
+	if !g.consumeTicket(m) {
+		return
 	}
 	if cur := g.seats[m.Seat]; m.Reattach && cur != nil && cur.sessionID != m.SessionID &&
 		(m.TicketExpiresMs <= cur.ticketExpiresMs || mutate.Planted == mutate.StaleAttachKeepsSeat) {

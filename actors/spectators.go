@@ -1,12 +1,8 @@
 package actors
 
 import (
-	"errors"
-	"time"
-
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -40,17 +36,8 @@ func (g *Core) onAttachSpectator(m *AttachSeat) {
 		g.respond(&Reply{Code: ReplySpectatorsFull, Message: "spectators full"})
 		return
 	}
-	if !m.Reattach {
-		err := g.deps.Store.ConsumeTicket(g.storeCtx(), m.TicketID, time.UnixMilli(m.TicketExpiresMs), m.SessionAddr+"/"+m.SessionID)
-		if errors.Is(err, persistence.ErrTicketUsed) {
-			g.respond(&Reply{Code: ReplyTicketUsed, Message: "ticket already used"})
-			return
-		}
-		if err != nil {
-			g.log.Error("consume spectator ticket", "err", err)
-			g.respond(&Reply{Code: ReplyUnavailable, Message: "store unavailable"})
-			return
-		}
+	if !g.consumeTicket(m) {
+		return
 	}
 	var frames []OutFrame
 	if g.spectatorsDelayed() {
