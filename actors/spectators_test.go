@@ -3,6 +3,7 @@ package actors
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -15,7 +16,7 @@ import (
 // coreRun drives one Core as its host would, on a virtual clock: each step's
 // sends are collected by recipient, its tick is fired when due.
 type coreRun struct {
-	t     *testing.T
+	t     testing.TB
 	core  *Core
 	store persistence.Store
 	now   time.Time
@@ -61,7 +62,7 @@ func lastSeen(frames []protocol.ServerFrame) int64 {
 
 // startBotMatch activates a match between two bots (it plays itself on
 // ticks) with the real game rules.
-func startBotMatch(t *testing.T, maxSpectators int, tune ...func(*GrainDeps)) *coreRun {
+func startBotMatch(t testing.TB, maxSpectators int, tune ...func(*GrainDeps)) *coreRun {
 	t.Helper()
 	store, err := persistence.OpenEmbedded(t.TempDir())
 	if err != nil {
@@ -438,6 +439,37 @@ func TestSpectatorDelay(t *testing.T) {
 			}
 			if fin := checkSpectatorStream(t, r.got["spec-a"], r.core.engine.LastSeq()); fin == nil {
 				t.Fatalf("the delayed spectator never saw GameFinished")
+			}
+		})
+	}
+}
+
+// BenchmarkSpectatorFanout is the grain's cost of one batch for its
+// spectators, with 1, 5 and 50 of them: the projection and encoding are
+// paid once per batch, each spectator adds one send of the same message.
+// The batch is a real one (a bot match's, mid-game).
+func BenchmarkSpectatorFanout(b *testing.B) {
+	for _, n := range []int{1, 5, 50} {
+		b.Run(fmt.Sprintf("spectators=%d", n), func(b *testing.B) {
+			r := startBotMatch(b, 64)
+			for i := range n {
+				r.attachSpectator(fmt.Sprintf("spec-%d", i), 0)
+			}
+			for r.core.engine.LastSeq() < 60 {
+				r.step()
+			}
+			evs, err := r.core.recent.since(r.core.engine.LastSeq() - 5)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				r.core.begin()
+				r.core.broadcastSpectators(evs, nil)
+				if len(r.core.rd.Sends) != n {
+					b.Fatalf("%d sends for %d spectators", len(r.core.rd.Sends), n)
+				}
 			}
 		})
 	}
