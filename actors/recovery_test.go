@@ -16,7 +16,7 @@ import (
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
-func fullView(t *testing.T, s *Seat, k *frameSink) protocol.MatchView {
+func fullView(t *testing.T, s *testSeat, k *frameSink) protocol.MatchView {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -31,7 +31,7 @@ func fullView(t *testing.T, s *Seat, k *frameSink) protocol.MatchView {
 }
 
 // A write that landed but whose acknowledgement was lost: the activation
-// halts and answers Unavailable, the gateway re-sends the intent to a new
+// halts and answers Unavailable, the cluster request re-sends the intent to a new
 // activation rebuilt from the log, and there it is a duplicate, not a second
 // application.
 func TestGrainLostAppendAckIsNotAppliedTwice(t *testing.T) {
@@ -48,7 +48,7 @@ func testLostAppendAck(t *testing.T, tn *testNode) {
 
 	tn.store.LoseReplyNext(persistence.MethodAppend, 1, nil)
 	sendIntent(t, s0, "x", 1, protocol.EndTurn{})
-	// The halted activation answers Unavailable; the gateway re-sends "x"
+	// The halted activation answers Unavailable; the request re-sends "x"
 	// to a new activation, which finds it in the rebuilt journal.
 	res := expectResult(t, k0, "x")
 	if !res.Accepted || !res.Duplicate || res.EventSeq != 4 {
@@ -87,7 +87,7 @@ func testFenced(t *testing.T, tn *testNode) {
 	}
 	sendIntent(t, s0, "y", 1, protocol.EndTurn{})
 	// The fenced activation's write fails and it answers Unavailable; the
-	// gateway re-sends "y" to a newer activation, which applies it once.
+	// request re-sends "y" to a newer activation, which applies it once.
 	res := expectResult(t, k0, "y")
 	if !res.Accepted || res.Duplicate || res.EventSeq != 4 {
 		t.Fatalf("intent sent to the fenced activation: %+v, want accepted once at seq 4", res)
@@ -159,7 +159,7 @@ func TestGrainServesOnlyWhereOwned(t *testing.T) {
 		rctx, rcancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		err := s1.Resync(rctx, 1, false)
 		rcancel()
-		if errors.Is(err, ErrUnavailable) {
+		if errors.Is(err, errUnavailable) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -168,8 +168,8 @@ func TestGrainServesOnlyWhereOwned(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if err := s1.Intent(ctx, "elsewhere", 4, protocol.EndTurn{}); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("intent while another member owns the match: %v, want ErrUnavailable", err)
+	if err := s1.Intent(ctx, "elsewhere", 4, protocol.EndTurn{}); !errors.Is(err, errUnavailable) {
+		t.Fatalf("intent while another member owns the match: %v, want errUnavailable", err)
 	}
 	if n := tn.store.Calls(persistence.MethodClaim) - claims; n != 0 {
 		t.Fatalf("%d claims by a member that does not own the match", n)
@@ -226,7 +226,7 @@ func expectResult(t *testing.T, k *frameSink, id string) *protocol.ServerIntentR
 	}
 }
 
-func (tn *testNode) seatEpoch(s *Seat) int64 { return s.epoch.Load() }
+func (tn *testNode) seatEpoch(s *testSeat) int64 { return s.epoch.Load() }
 
 func TestGrainDecisionTimeoutEndsMatch(t *testing.T) {
 	timing := fastTiming()
@@ -359,9 +359,9 @@ func TestGrainJournalRebuiltAfterReactivation(t *testing.T) {
 }
 
 // openBoth attaches both seats of match id afresh and reads their hellos.
-func (tn *testNode) openBoth(t *testing.T, id string) ([2]*Seat, [2]*frameSink) {
+func (tn *testNode) openBoth(t *testing.T, id string) ([2]*testSeat, [2]*frameSink) {
 	t.Helper()
-	var seats [2]*Seat
+	var seats [2]*testSeat
 	var sinks [2]*frameSink
 	for s := range 2 {
 		seats[s], sinks[s] = tn.open(t, id, s, 0)
@@ -373,7 +373,7 @@ func (tn *testNode) openBoth(t *testing.T, id string) ([2]*Seat, [2]*frameSink) 
 // endTurns plays n EndTurn intents, seat 0 first, from event seq seq; after
 // each accepted one it calls then (if set) with the new seq, and it returns
 // the last seq.
-func endTurns(t *testing.T, seats [2]*Seat, sinks [2]*frameSink, seq int64, n int, then func(seq int64)) int64 {
+func endTurns(t *testing.T, seats [2]*testSeat, sinks [2]*frameSink, seq int64, n int, then func(seq int64)) int64 {
 	t.Helper()
 	for i := range n {
 		s := i % 2
@@ -633,7 +633,7 @@ func TestGrainMarksFinishedMatchOnReactivation(t *testing.T) {
 			again := startTestNodeOn(t, fastTiming(), inner)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			if ok, err := again.gw.MatchExists(ctx, id); err != nil || !ok {
+			if ok, err := again.matchExists(ctx, id); err != nil || !ok {
 				t.Fatalf("the finished match on a new member: exists=%v err=%v", ok, err)
 			}
 			waitFor(t, "the new activation to mark the match finished", func() bool { return !unfinished(t, inner, id) })

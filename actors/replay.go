@@ -258,8 +258,8 @@ func (e *logEntry) record(seq int64) LogRecord {
 }
 
 // EncodeMatchMeta is the creation meta of a match as the store keeps it
-// (CreateMatch), for tools and the simulator that create matches without a
-// gateway.
+// (persistence.Store.CreateMatch): CreateMatch's, and that of tools and the
+// simulator that write matches themselves.
 func EncodeMatchMeta(names, decks [2]string, seed uint64, createdAtMs int64, bots [2]bool, rules Rules) ([]byte, error) {
 	return encodeInternal(matchMeta{Names: names, Decks: decks, Seed: seed, CreatedAt: createdAtMs, Bots: bots, Version: RulesVersion(rules)})
 }

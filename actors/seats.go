@@ -158,7 +158,14 @@ func (g *Core) handleIntent(a *attachment, m *SubmitIntent) (ReplyCode, string) 
 		g.reject(a, key, ci, code, reason)
 		return ReplyOK, ""
 	}
-	e := logEntry{Kind: entryIntent, At: g.now(), Seat: m.Seat, IntentID: ci.IntentID, Frame: m.Frame}
+	frame := m.Frame
+	if frame == nil {
+		if frame, err = protocol.EncodeClientFrame(ci); err != nil {
+			g.log.Warn("unencodable intent", "seat", m.Seat, "err", err)
+			return ReplyBadRequest, "unencodable intent"
+		}
+	}
+	e := logEntry{Kind: entryIntent, At: g.now(), Seat: m.Seat, IntentID: ci.IntentID, Frame: frame}
 	evs, err := g.applyIntent(e, ci.Intent)
 	if err != nil {
 		code, reason := g.deps.Rules.RejectCode(err)
@@ -187,11 +194,10 @@ func (g *Core) handleIntent(a *attachment, m *SubmitIntent) (ReplyCode, string) 
 	return ReplyOK, ""
 }
 
-// submittedIntent is m's intent: the value a local Seat passed along with
-// the frame it encoded from it, or else (a remote edge, a bot) the frame
-// decoded here.
+// submittedIntent is m's intent: the value the sender passed, or else (a
+// remote sender) its frame decoded here.
 func submittedIntent(m *SubmitIntent) (*protocol.ClientIntent, error) {
-	if ci := m.Decoded; ci != nil && ci.Intent != nil {
+	if ci := m.Intent; ci != nil && ci.Intent != nil {
 		return ci, nil
 	}
 	f, err := protocol.DecodeClientFrame(m.Frame)

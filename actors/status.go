@@ -1,10 +1,5 @@
 package actors
 
-import (
-	"context"
-	"fmt"
-)
-
 // Inspect asks a match grain for its MatchStatus (the ops console, tests).
 // It activates the grain like any request; it changes nothing.
 type Inspect struct{}
@@ -64,16 +59,4 @@ func (g *Core) status() *MatchStatus {
 		st.Decider = -1
 	}
 	return st
-}
-
-// Status returns the status of matchID (activating its grain).
-func (g *Gateway) Status(ctx context.Context, matchID string) (*MatchStatus, error) {
-	r, err := g.call(ctx, matchID, &Inspect{})
-	if err != nil {
-		return nil, err
-	}
-	if r.Status == nil {
-		return nil, fmt.Errorf("match %s: status missing from the grain's answer", matchID)
-	}
-	return r.Status, nil
 }

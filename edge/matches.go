@@ -10,7 +10,7 @@ import (
 
 // Matches is the edge's view of the match cluster. The edge holds no match
 // state: everything it knows about a match comes through this interface, which
-// the actors package's Gateway satisfies. All methods are safe for concurrent
+// edge/grains' Gateway satisfies. All methods are safe for concurrent
 // use and may block until ctx is done.
 type Matches interface {
 	// CreateMatch creates the match spec describes and returns its id.
@@ -69,7 +69,11 @@ type Seat interface {
 	// intentId). The edge itself answers only what it decides alone
 	// (RateLimited, NotSupported for an unknown intent key, Malformed), using
 	// LastSeq() for the result's eventSeq.
-	Intent(ctx context.Context, intentID string, basedOnSeq int64, in protocol.Intent) error
+	//
+	// ci is the frame as the edge decoded it, handed on as it is: the
+	// implementation must not change it, and carries it to the match
+	// without encoding it again where it can.
+	Intent(ctx context.Context, ci *protocol.ClientIntent) error
 	// Resync asks for events from fromSeq (inclusive) or a snapshot; the
 	// frames arrive through the sink.
 	Resync(ctx context.Context, fromSeq int64, full bool) error

@@ -469,7 +469,7 @@ func (s *session) handleFrame(b []byte, now time.Time) (keepAlive bool) {
 		}
 		s.srv.metrics.intents[intentForwarded].Add(1)
 		ctx, cancel := s.startCall()
-		err := seat.Intent(ctx, f.IntentID, f.BasedOnSeq, f.Intent)
+		err := seat.Intent(ctx, f)
 		s.endCall(cancel)
 		if err != nil {
 			s.seatFailed("intent", err)

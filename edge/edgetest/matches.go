@@ -247,7 +247,8 @@ func (m *match) eventsFrom(from int64) *protocol.ServerEvents {
 }
 
 // Intent implements edge.Seat.
-func (s *Seat) Intent(ctx context.Context, id string, _ int64, in protocol.Intent) error {
+func (s *Seat) Intent(ctx context.Context, ci *protocol.ClientIntent) error {
+	id, in := ci.IntentID, ci.Intent
 	f := s.ms
 	f.mu.Lock()
 	if hold := f.hold; hold != nil {

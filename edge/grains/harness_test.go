@@ -22,8 +22,8 @@ import (
 	"github.com/matchgrain/matchgrain/client"
 	"github.com/matchgrain/matchgrain/client/clienttest"
 	"github.com/matchgrain/matchgrain/edge"
+	"github.com/matchgrain/matchgrain/edge/grains"
 	"github.com/matchgrain/matchgrain/edge/grains/grainstest"
-	"github.com/matchgrain/matchgrain/game/catalog"
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/persistence/pgtest"
 	"github.com/matchgrain/matchgrain/protocol"
@@ -104,7 +104,7 @@ func startHarness(t *testing.T, o harnessOpts) *harness {
 
 	token := hex.EncodeToString(randomHex(t, 16))
 	cfg := edge.Config{
-		TicketKey: randomHex(t, 32), AdminToken: token, Decks: deckInfos, Logger: log,
+		TicketKey: randomHex(t, 32), AdminToken: token, Decks: grains.DeckInfos, Logger: log,
 		HelloTimeout: o.edge.HelloTimeout, HeartbeatIdle: o.edge.HeartbeatIdle, HeartbeatTimeout: o.edge.HeartbeatTimeout,
 		CloseLinger: 100 * time.Millisecond,
 	}
@@ -150,14 +150,6 @@ func startHarness(t *testing.T, o harnessOpts) *harness {
 	h.httpAddr, h.tcpAddr = httpLn.Addr().String(), tcpLn.Addr().String()
 	h.admin = client.NewAdmin("http://"+h.httpAddr, token, nil)
 	return h
-}
-
-func deckInfos() []edge.DeckInfo {
-	var out []edge.DeckInfo
-	for _, d := range catalog.Decks() {
-		out = append(out, edge.DeckInfo{ID: string(d.ID), Name: d.Name, Cards: d.Cards})
-	}
-	return out
 }
 
 // gameAddr is the client address of the edge on transport "ws" or "tcp".

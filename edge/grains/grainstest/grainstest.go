@@ -39,8 +39,8 @@ type Options struct {
 type Node struct {
 	// Member is the cluster member hosting the match grains.
 	Member *mgcluster.Node
-	// Gateway is the member's actors.Gateway that the Matches adapts.
-	Gateway *actors.Gateway
+	// Gateway is the member's grains.Gateway, the edge.Matches returned.
+	Gateway *grains.Gateway
 	// Store is Options.Store or the embedded store opened for the test.
 	Store persistence.Store
 	// Timing is the timing in effect (Options.Timing or its default).
@@ -103,14 +103,14 @@ func NewMatches(t testing.TB, opts Options) (edge.Matches, *Node) {
 		t.Fatalf("grainstest: start cluster member: %v", err)
 	}
 	t.Cleanup(member.Kill)
-	gw, err := actors.NewGateway(actors.GatewayConfig{
+	gw, err := grains.NewGateway(grains.GatewayConfig{
 		System: member.System(), Cluster: member, Store: store, Rules: actors.GameRules{}, Timing: timing,
 		Forget: func(id string) { member.ForgetPID(id, actors.MatchKind) }, Logger: log,
 	})
 	if err != nil {
 		t.Fatalf("grainstest: gateway: %v", err)
 	}
-	return grains.Matches(gw), &Node{Member: member, Gateway: gw, Store: store, Timing: timing}
+	return gw, &Node{Member: member, Gateway: gw, Store: store, Timing: timing}
 }
 
 func randomHex(t testing.TB, n int) string {
