@@ -140,6 +140,11 @@ type Config struct {
 	// (docs/protocol.md §14.7, matchd --max-spectators); 0, the zero
 	// value, issues no spectator tickets. The match grain enforces the cap.
 	MaxSpectators int
+	// SpectatorDelayEvents and SpectatorDelay are the match grains'
+	// spectator delay (docs/protocol.md §14.5), which the ticket answers
+	// report; the grains apply it.
+	SpectatorDelayEvents int
+	SpectatorDelay       time.Duration
 	// PublicCreatesPerMinute bounds public match creation per client
 	// address (default 10); PublicCreatesGlobalPerMinute for the whole edge
 	// (default 120).

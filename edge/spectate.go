@@ -36,7 +36,7 @@ type spectatorTicketRequest struct {
 type spectatorTicketResponse struct {
 	ticketResponse
 	// DelayEvents and DelayMs are the spectator delay of the match
-	// (docs/protocol.md §14.5). The grain holds nobody back yet: both 0.
+	// (docs/protocol.md §14.5).
 	DelayEvents int   `json:"delayEvents"`
 	DelayMs     int64 `json:"delayMs"`
 }
@@ -81,5 +81,6 @@ func (s *Server) spectatorTicket(ctx context.Context, matchID string) (int, any,
 	s.metrics.ticketsIssued.Add(1)
 	return http.StatusOK, spectatorTicketResponse{
 		ticketResponse: ticketResponse{Ticket: t.Token, MatchID: t.MatchID, Seat: t.Seat, ExpiresAt: t.ExpiresAt.UnixMilli()},
+		DelayEvents:    s.cfg.SpectatorDelayEvents, DelayMs: s.cfg.SpectatorDelay.Milliseconds(),
 	}, nil
 }

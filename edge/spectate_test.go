@@ -22,7 +22,7 @@ type spectatorTicketAnswer struct {
 
 // checkSpectatorTicket decodes a spectator ticket answer and verifies its
 // ticket: seat 2 of matchID.
-func checkSpectatorTicket(t *testing.T, h *harness, data []byte, matchID string) {
+func checkSpectatorTicket(t *testing.T, h *harness, data []byte, matchID string) spectatorTicketAnswer {
 	t.Helper()
 	var a spectatorTicketAnswer
 	if err := json.Unmarshal(data, &a); err != nil {
@@ -35,12 +35,15 @@ func checkSpectatorTicket(t *testing.T, h *harness, data []byte, matchID string)
 	if err != nil || c.MatchID != matchID || c.Seat != protocol.SeatSpectator {
 		t.Fatalf("the spectator ticket verifies as %+v, %v; want seat 2 of %s", c, err, matchID)
 	}
+	return a
 }
 
 // The admin API issues spectator tickets for existing matches only, and
 // none when the server allows no spectators.
 func TestSpectatorTicketsAdmin(t *testing.T) {
-	h := newHarness(t, newFakeMatches, func(c *edge.Config) { c.MaxSpectators = 4 })
+	h := newHarness(t, newFakeMatches, func(c *edge.Config) {
+		c.MaxSpectators, c.SpectatorDelayEvents, c.SpectatorDelay = 4, 5, 2*time.Second
+	})
 	id := h.newMatch()
 	for _, tc := range []apiCase{
 		{"no token", "POST", "/api/game/spectator-tickets", "", `{"matchId":"` + id + `"}`, 401, "unauthorized"},
@@ -60,7 +63,9 @@ func TestSpectatorTicketsAdmin(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("spectator ticket: %d %s", resp.StatusCode, data)
 	}
-	checkSpectatorTicket(t, h, data, id)
+	if a := checkSpectatorTicket(t, h, data, id); *a.DelayEvents != 5 || *a.DelayMs != 2000 {
+		t.Fatalf("the answer says a delay of %d events and %d ms, want 5 and 2000", *a.DelayEvents, *a.DelayMs)
+	}
 
 	off := newHarness(t, newFakeMatches, nil)
 	id = off.newMatch()

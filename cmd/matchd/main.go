@@ -124,8 +124,9 @@ func run(ctx context.Context, o config.Options, base *slog.Logger) error {
 	if !o.EdgeOnly {
 		kind, err := actors.NewMatchKind(actors.GrainDeps{
 			Store: store, Rules: actors.GameRules{}, Timing: o.Timing, Logger: log, Metrics: grainMetrics,
-			StoreTimeout: o.StoreTimeout,
-			Owner:        func() string { return started.Load().ID() },
+			StoreTimeout:  o.StoreTimeout,
+			MaxSpectators: o.Edge.MaxSpectators, SpectatorDelayEvents: o.SpectatorDelayEvents, SpectatorDelay: o.SpectatorDelay,
+			Owner: func() string { return started.Load().ID() },
 			MayActivate: func() error {
 				node := started.Load()
 				switch {
