@@ -91,10 +91,17 @@ func (s *Server) routes() http.Handler {
 			return rec.status
 		}}
 	}
+	var replays route
+	if s.cfg.PublicPlay && s.cfg.Replays != nil {
+		replays = route{"play_replays", http.MethodGet, false, s.servePublicReplay}
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rt, ok := table[r.URL.Path]
 		if !ok && admin.serve != nil && strings.HasPrefix(r.URL.Path, AdminPrefix) {
 			rt, ok = admin, true
+		}
+		if !ok && replays.serve != nil && strings.HasPrefix(r.URL.Path, ReplaysPrefix) {
+			rt, ok = replays, true
 		}
 		if !ok && s.cfg.Fallback != nil && !strings.HasPrefix(r.URL.Path, "/api/") {
 			s.cfg.Fallback.ServeHTTP(w, r)

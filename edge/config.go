@@ -166,6 +166,11 @@ type Config struct {
 	// GET only, to holders of the admin token: the edge checks the token
 	// exactly as on its own admin routes (matchd mounts ops.Handler here).
 	Admin http.Handler
+	// Replays, if set, serves GET ReplaysPrefix+{matchId} with PublicPlay:
+	// a finished match's replay as a spectator saw it (docs/protocol.md
+	// §15), rate limited per client address like the other public
+	// requests (matchd mounts ops.PublicReplays here).
+	Replays http.Handler
 	// Fallback, if set, serves every path the edge does not know (matchd
 	// serves its web client and ops console there). Nil answers 404.
 	Fallback http.Handler

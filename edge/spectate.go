@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/matchgrain/matchgrain/protocol"
 )
@@ -83,4 +84,22 @@ func (s *Server) spectatorTicket(ctx context.Context, matchID string) (int, any,
 		ticketResponse: ticketResponse{Ticket: t.Token, MatchID: t.MatchID, Seat: t.Seat, ExpiresAt: t.ExpiresAt.UnixMilli()},
 		DelayEvents:    s.cfg.SpectatorDelayEvents, DelayMs: s.cfg.SpectatorDelay.Milliseconds(),
 	}, nil
+}
+
+// ReplaysPrefix is where Config.Replays serves public replays.
+const ReplaysPrefix = "/api/play/replays/"
+
+// servePublicReplay hands a public replay request to Config.Replays once
+// the client address's request budget allows it: a replay rebuilds a whole
+// match.
+func (s *Server) servePublicReplay(w http.ResponseWriter, r *http.Request) int {
+	if !s.play.allowRequest(clientKey(r), time.Now()) {
+		e := tooMany()
+		w.Header().Set("Retry-After", "10")
+		WriteError(w, e.status, e.code, e.message)
+		return e.status
+	}
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	s.cfg.Replays.ServeHTTP(rec, r)
+	return rec.status
 }

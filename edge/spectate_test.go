@@ -163,3 +163,37 @@ func TestSpectatorSession(t *testing.T) {
 		})
 	}
 }
+
+// Public replays are served by Config.Replays only with public play, and
+// rate limited per client address like the other public requests.
+func TestPublicReplaysRoute(t *testing.T) {
+	stub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(r.URL.Path))
+	})
+	closed := newHarness(t, newFakeMatches, func(c *edge.Config) { c.Replays = stub })
+	if resp, data := closed.do(t, "GET", edge.ReplaysPrefix+"m1", "", ""); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("a replay without public play: %d %s", resp.StatusCode, data)
+	}
+	h := newHarness(t, newFakeMatches, func(c *edge.Config) { c.PublicPlay = true; c.Replays = stub })
+	limited := false
+	for i := 0; i < 200 && !limited; i++ {
+		resp, data := h.do(t, "GET", edge.ReplaysPrefix+"m1", "", "")
+		switch resp.StatusCode {
+		case http.StatusOK:
+			if string(data) != edge.ReplaysPrefix+"m1" {
+				t.Fatalf("the replay handler got %q", data)
+			}
+		case http.StatusTooManyRequests:
+			limited = i > 0 && resp.Header.Get("Retry-After") != ""
+			if !limited {
+				t.Fatalf("request %d refused: %d %s", i, resp.StatusCode, data)
+			}
+		default:
+			t.Fatalf("request %d: %d %s", i, resp.StatusCode, data)
+		}
+	}
+	if !limited {
+		t.Fatalf("200 replays in a row from one address were never rate limited")
+	}
+}

@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -38,13 +39,39 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 		}
 		viewer = n
 	}
+	a.streamReplay(w, r, r.PathValue("id"), viewer)
+}
+
+// PublicReplays serves edge.ReplaysPrefix+{id}: a finished match's replay
+// as a spectator saw it, to anyone (docs/protocol.md §15). It checks no
+// token: the edge mounts it with public play (edge.Config.Replays) and
+// rate limits it; a spectator's view hides nothing either seat hid.
+func PublicReplays(d Deps) http.Handler {
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	a := &api{d}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+edge.ReplaysPrefix+"{id}", func(w http.ResponseWriter, r *http.Request) {
+		a.streamReplay(w, r, r.PathValue("id"), protocol.SeatSpectator)
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "" {
+			edge.WriteError(w, http.StatusNotFound, "not_found", "no such endpoint")
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// streamReplay answers a replay of match id as viewer saw it.
+func (a *api) streamReplay(w http.ResponseWriter, r *http.Request, id string, viewer int) {
 	in, ok := a.inspector(w)
 	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	id := r.PathValue("id")
 	rec, err := in.ReadMatch(ctx, id)
 	if errors.Is(err, persistence.ErrMatchNotFound) {
 		edge.WriteError(w, http.StatusNotFound, "match_not_found", "no such match")

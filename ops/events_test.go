@@ -150,3 +150,29 @@ func TestEventsReplay(t *testing.T) {
 		t.Fatalf("pruned: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestPublicReplays: the public replay route streams a finished match as a
+// spectator saw it, and nothing else.
+func TestPublicReplays(t *testing.T) {
+	store := pgtest.NewStore(t)
+	h := ops.PublicReplays(ops.Deps{Node: node{}, Store: store, Rules: actors.GameRules{}, Timing: actors.DefaultTiming()})
+	b := startBots(t, store, "m_public")
+	b.play(t, 1<<40)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/play/replays/m_public", nil))
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != ops.FramesContentType {
+		t.Fatalf("public replay: %d %q", rec.Code, rec.Body.String())
+	}
+	payload, err := protocol.NewFrameReader(bytes.NewReader(rec.Body.Bytes()), 0).ReadFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err := protocol.DecodeServerFrame(payload); err != nil || f.(*protocol.ServerHello).PlayerIndex != protocol.SeatSpectator {
+		t.Fatalf("public replay's first frame %+v, %v: want a spectator's hello", f, err)
+	}
+	for _, path := range []string{"/api/play/replays/", "/api/play/replays/m_public/more", "/api/admin/matches/m_public/events"} {
+		if code, body := get(t, h, path); code != http.StatusNotFound {
+			t.Fatalf("%s: %d %v", path, code, body)
+		}
+	}
+}
