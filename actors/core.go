@@ -113,7 +113,14 @@ type Core struct {
 
 	refusal string // why the activation was refused (stateRefused)
 
-	seats         [2]*attachment
+	seats [2]*attachment
+	// spectators are the attached spectators' connections by session id
+	// (spectators.go); nil until the first one.
+	spectators map[string]*attachment
+	// specShown and specPending are the delayed spectators' horizon and
+	// the batches after it (spectators.go).
+	specShown     int64
+	specPending   []specBatch
 	lastClockSent int64
 	// botStuckAt is the log position at which a bot seat failed to act
 	// (memory only: a new activation tries again once).
@@ -275,6 +282,7 @@ func (g *Core) activate(id string) {
 		g.checkpointDue = !rec.Finished
 		g.rd.IdleStop = true
 	}
+	g.startSpectatorHorizon(now)
 	if mutate.Planted == mutate.DropReactivationTimer {
 		return
 	}
@@ -566,6 +574,7 @@ func (g *Core) halt(reason HaltReason) {
 		g.log.Info("activation halted", "halt_reason", reason.String(), "epoch", g.epoch, "log_seq", g.logSeq)
 	}
 	g.state = stateStopped
+	g.spectators = nil
 	for s, a := range g.seats {
 		if a != nil {
 			// No SeatDetached: the edge seat's keep-alive finds the new
@@ -662,12 +671,16 @@ func seenEpoch(m any) int64 {
 	return 0
 }
 
-// attached returns the attachment of seat if sessionID holds it.
+// attached returns the attachment of seat (or of the spectator, seat
+// protocol.SeatSpectator) if sessionID holds it.
 func (g *Core) attached(seat int, sessionID string) *attachment {
-	if seat < 0 || seat > 1 {
-		return nil
+	var a *attachment
+	switch {
+	case spectating(seat):
+		a = g.spectators[sessionID]
+	case seat == 0 || seat == 1:
+		a = g.seats[seat]
 	}
-	a := g.seats[seat]
 	if a == nil || a.sessionID != sessionID {
 		return nil
 	}

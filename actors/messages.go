@@ -132,6 +132,9 @@ const (
 	// ReplyReplaced: a re-attach found another connection on the seat; the
 	// re-attaching one was replaced and must close (4409).
 	ReplyReplaced
+	// ReplySpectatorsFull: the match has GrainDeps.MaxSpectators
+	// spectators already (close 4429, docs/protocol.md §14.7).
+	ReplySpectatorsFull
 )
 
 // Reply answers every request to a grain.

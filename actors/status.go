@@ -26,6 +26,9 @@ type MatchStatus struct {
 	Winner   int         `json:"winner"`
 	Damage   [2]int      `json:"damage"`
 	Clock    StatusClock `json:"clock"`
+	// Spectators is how many spectators this activation has attached
+	// (docs/protocol.md §14).
+	Spectators int `json:"spectators"`
 }
 
 // StatusClock is the decision clock of a MatchStatus (protocol.ClockView
@@ -47,6 +50,7 @@ func (g *Core) status() *MatchStatus {
 		Turn: v.TurnNumber, Decider: g.engine.Decider(), Finished: g.engine.IsFinished(), Winner: v.Winner,
 		Clock: StatusClock(g.clock.view(g.now(), g.deps.Timing)),
 	}
+	st.Spectators = len(g.spectators)
 	for s := range 2 {
 		st.Connected[s] = g.seats[s] != nil
 		st.Damage[s] = v.Players[s].FaceDownDamage + len(v.Players[s].FaceUpDamage)

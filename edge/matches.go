@@ -29,8 +29,10 @@ type Matches interface {
 	// been given, in order, the ServerHello and then either ServerEvents
 	// (resume) or a ServerSnapshot, exactly as docs/protocol.md §4.2/§9.8 say;
 	// afterwards every frame for this seat (intent results, events, clocks)
-	// arrives through sink.Deliver in order. Errors: ErrMatchNotFound,
-	// ErrTicketUsed, ErrUnavailable (retry later), others internal.
+	// arrives through sink.Deliver in order. Seat protocol.SeatSpectator
+	// opens a spectator's read-only session (docs/protocol.md §14). Errors:
+	// ErrMatchNotFound, ErrTicketUsed, ErrSpectatorsFull, ErrUnavailable
+	// (retry later), others internal.
 	OpenSeat(ctx context.Context, req OpenSeatRequest, sink SeatSink) (Seat, error)
 }
 
@@ -147,4 +149,7 @@ var (
 	// ErrBadRequest: CreateMatch refused its arguments (an unknown deck,
 	// say); the HTTP API answers 400.
 	ErrBadRequest = errors.New("edge: bad request")
+	// ErrSpectatorsFull: the match has as many spectators as it allows
+	// (docs/protocol.md §14.7); the ticket was not spent.
+	ErrSpectatorsFull = errors.New("edge: spectators full")
 )

@@ -54,7 +54,10 @@ type match struct {
 	finished bool
 	winner   int
 	seats    [2]*Seat
-	journal  map[string]protocol.ServerIntentResult
+	// spectators are the spectators' attachments (seat
+	// protocol.SeatSpectator), in the order they came.
+	spectators []*Seat
+	journal    map[string]protocol.ServerIntentResult
 }
 
 func (m *match) seq() int64 { return int64(len(m.events)) }
@@ -162,7 +165,12 @@ func (f *Matches) MatchExists(_ context.Context, id string) (bool, error) {
 func (f *Matches) Seat(matchID string, seat int) *Seat {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if m := f.matches[matchID]; m != nil && seat >= 0 && seat < 2 {
+	m := f.matches[matchID]
+	switch {
+	case m == nil:
+	case seat == protocol.SeatSpectator && len(m.spectators) > 0:
+		return m.spectators[len(m.spectators)-1] // the latest
+	case seat >= 0 && seat < 2:
 		return m.seats[seat]
 	}
 	return nil
@@ -205,7 +213,7 @@ func (m *match) view(seat int) protocol.MatchView {
 	}
 	if m.finished {
 		v.Phase = protocol.PhaseFinished
-	} else {
+	} else if seat != protocol.SeatSpectator {
 		v.LegalIntents = []protocol.Intent{protocol.Concede{}}
 		if seat == m.active {
 			v.LegalIntents = []protocol.Intent{protocol.EndTurn{}, protocol.Concede{}}
@@ -233,12 +241,16 @@ func (f *Matches) OpenSeat(_ context.Context, req edge.OpenSeatRequest, sink edg
 		return nil, edge.ErrTicketUsed
 	}
 	f.used[req.TicketID] = true
-	if old := m.seats[req.Seat]; old != nil && !old.closed {
-		old.closed = true
-		old.sink.Detach(edge.DetachReplaced)
-	}
 	s := &Seat{ms: f, m: m, idx: req.Seat, sink: sink, lastSeq: m.seq()}
-	m.seats[req.Seat] = s
+	if req.Seat == protocol.SeatSpectator {
+		m.spectators = append(m.spectators, s) // a spectator replaces nobody
+	} else {
+		if old := m.seats[req.Seat]; old != nil && !old.closed {
+			old.closed = true
+			old.sink.Detach(edge.DetachReplaced)
+		}
+		m.seats[req.Seat] = s
+	}
 	resumed := !m.finished && req.ResumeFromSeq > 0 && req.ResumeFromSeq <= m.seq()
 	frames := [][]byte{encode(&protocol.ServerHello{
 		ProtocolVersion: protocol.Version, MatchID: m.id, PlayerIndex: req.Seat,
@@ -292,6 +304,10 @@ func (s *Seat) Intent(ctx context.Context, ci *protocol.ClientIntent) error {
 	_, concede := in.(protocol.Concede)
 	_, endTurn := in.(protocol.EndTurn)
 	switch {
+	case s.idx == protocol.SeatSpectator:
+		r := protocol.ServerIntentResult{IntentID: id, Code: protocol.RejectSpectator, Reason: "spectators cannot act", EventSeq: m.seq()}
+		s.sink.Deliver([][]byte{encode(&r)})
+		return nil
 	case m.finished:
 		reject(protocol.RejectMatchFinished, "match finished")
 		return nil
@@ -326,7 +342,7 @@ func (s *Seat) Intent(ctx context.Context, ci *protocol.ClientIntent) error {
 func (s *Seat) push(result []byte, upTo int64) {
 	m := s.m
 	clock := encode(&protocol.ServerClock{Clock: m.clock(), EventSeq: upTo})
-	for _, seat := range m.seats {
+	for _, seat := range append(m.seats[:], m.spectators...) {
 		if seat == nil || seat.closed {
 			continue
 		}

@@ -28,6 +28,10 @@ type Options struct {
 	Edge edge.Config
 	// Timing is the match grains' timing, shared with the edge's seats.
 	Timing actors.Timing
+	// SpectatorDelayEvents and SpectatorDelay hold batches back from
+	// spectators (docs/protocol.md §14.5); Edge.MaxSpectators caps them.
+	SpectatorDelayEvents int
+	SpectatorDelay       time.Duration
 
 	// DatabaseURL selects PostgreSQL (DatabaseSchema its schema); empty
 	// means the embedded store under DataDir.
@@ -151,6 +155,9 @@ func Parse(args []string) (Options, error) {
 	gcQuietPercent := fs.Int("gc-quiet-percent", 25, "GOGC while the node is quiet (it allocates so little for its heap that collections at this GOGC would come less than 0.6 times a second; 100 otherwise): less memory for quiet connections at little CPU; 0: off; ignored when the GOGC environment variable is set")
 	procGov := fs.Bool("proc-governor", false, "run Go code on one processor while the node uses under 0.7 of a core, and on the default number from 0.8 of a core on: saves the threads woken for nothing between intents (docs/operations.md §8); ignored when the GOMAXPROCS environment variable is set")
 	demoDelay := fs.Duration("demo-delay", 400*time.Millisecond, "pause between bot moves in --demo")
+	maxSpectators := fs.Int("max-spectators", 64, "most spectators one match accepts at once (more are refused with close 4429); 0: no spectators")
+	specDelayEvents := fs.Int("spectator-delay-events", 0, "spectators see a batch of events once this many later events exist, or the match ended (against ghosting; below --resume-window; every member the same)")
+	specDelay := fs.Duration("spectator-delay", 0, "spectators see a batch of events once it is this old (against ghosting; every member the same)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -223,6 +230,16 @@ func Parse(args []string) (Options, error) {
 	if o.Timing.BotThink >= o.Timing.DecisionTime {
 		return o, errors.New("bot-think must be shorter than decision-time")
 	}
+	switch {
+	case *maxSpectators < 0:
+		return o, fmt.Errorf("max-spectators must not be negative, got %d", *maxSpectators)
+	case *specDelayEvents < 0 || *specDelayEvents >= o.Timing.ResumeWindow:
+		return o, fmt.Errorf("spectator-delay-events (%d) must be at least 0 and below resume-window (%d)", *specDelayEvents, o.Timing.ResumeWindow)
+	case *specDelay < 0:
+		return o, fmt.Errorf("spectator-delay must not be negative, got %v", *specDelay)
+	}
+	o.Edge.MaxSpectators, o.Edge.SpectatorDelayEvents, o.Edge.SpectatorDelay = *maxSpectators, *specDelayEvents, *specDelay
+	o.SpectatorDelayEvents, o.SpectatorDelay = *specDelayEvents, *specDelay
 	o.Cluster.Security = cluster.Security{GossipKeyFile: *gossipKeyFile, Insecure: *insecure, ReloadInterval: *secretsReload}
 	if *gossipKey != "" {
 		keys, err := cluster.ParseGossipKeys(*gossipKey)
