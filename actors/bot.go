@@ -53,14 +53,8 @@ func (g *Core) botAct(now int64) {
 		return
 	}
 	id := fmt.Sprintf("bot-%d", g.logSeq+1)
-	frame, err := protocol.EncodeClientFrame(&protocol.ClientIntent{IntentID: id, BasedOnSeq: g.engine.LastSeq(), Intent: in})
-	if err != nil {
-		g.log.Error("encode bot intent", "seat", seat, "err", err)
-		g.botStuckAt = g.logSeq + 1
-		return
-	}
 	before := g.logSeq
-	code, msg := g.handleIntent(nil, &SubmitIntent{Seat: seat, Frame: frame})
+	code, msg := g.handleIntent(nil, &SubmitIntent{Seat: seat, Intent: &protocol.ClientIntent{IntentID: id, BasedOnSeq: g.engine.LastSeq(), Intent: in}})
 	if g.state != stateRunning {
 		return
 	}

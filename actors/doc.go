@@ -21,13 +21,12 @@
 // append, then broadcast). The seat kind is in the match's creation meta, so
 // the bot moves with its grain (bot.go).
 //
-// The package also holds the edge side of the conversation: Gateway creates
-// matches and opens seats, and a per-connection Seat receives the frames a
-// grain pushes (at a PID of its own, a bare protoactor Process rather than an
-// actor: no mailbox hop per push) and re-attaches when the grain moves. It
-// knows nothing about WebSocket or SQL: transports live in edge/, storage
-// behind persistence.Store, and cross-node routing behind the Requester
-// interface that cluster/ satisfies.
+// The edge's side of the conversation (creating matches, attaching seats,
+// keep-alives, re-attaches) is edge/grains' Gateway; this package gives it
+// CreateMatch and the messages below. It knows nothing about WebSocket or
+// SQL: transports live in edge/, storage behind persistence.Store, and
+// cross-node routing in cluster/. Its tests drive grains through the
+// messages alone (driver_test.go).
 //
 // Messages between edge and grain are plain Go structs carried through
 // protoactor remote inside the msgpack envelope of cluster/envelope; the

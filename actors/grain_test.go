@@ -23,10 +23,10 @@ import (
 
 // testNode is one real cluster member in this process (a single member is
 // race-clean; several are not, see docs/cluster.md §6) with the match kind, a
-// real embedded store and a gateway.
+// real embedded store; tests drive its grains through driver_test.go.
 type testNode struct {
 	node    *mgcluster.Node
-	gw      *Gateway
+	timing  Timing
 	metrics *Metrics
 	// registry is what metrics are registered with, as an edge serves it.
 	registry *prometheus.Registry
@@ -93,7 +93,7 @@ func startTestNodeRules(t *testing.T, timing Timing, inner persistence.Store, ru
 	if err != nil {
 		t.Fatal(err)
 	}
-	tn := &testNode{store: store, rules: rules, metrics: metrics, registry: registry}
+	tn := &testNode{store: store, rules: rules, timing: timing, metrics: metrics, registry: registry}
 	deps := GrainDeps{
 		Store: store, Rules: tn.rules, Timing: timing, Logger: log, Metrics: tn.metrics,
 		Owner: func() string { return tn.node.ID() },
@@ -113,14 +113,6 @@ func startTestNodeRules(t *testing.T, timing Timing, inner persistence.Store, ru
 	})
 	if err != nil {
 		t.Fatalf("start node: %v", err)
-	}
-	tn.gw, err = NewGateway(GatewayConfig{
-		System: tn.node.System(), Cluster: tn.node, Store: store, Rules: tn.rules, Timing: timing, Logger: log,
-		RequestTimeout: time.Second, ReattachTimeout: 5 * time.Second,
-		Forget: func(id string) { tn.node.ForgetPID(id, MatchKind) },
-	})
-	if err != nil {
-		t.Fatalf("gateway: %v", err)
 	}
 	t.Cleanup(tn.node.Kill)
 	return tn
@@ -224,13 +216,13 @@ func expectFrame[T protocol.ServerFrame](t *testing.T, s *frameSink) T {
 
 var ticketN int
 
-func (tn *testNode) open(t *testing.T, matchID string, seat int, resume int64) (*Seat, *frameSink) {
+func (tn *testNode) open(t *testing.T, matchID string, seat int, resume int64) (*testSeat, *frameSink) {
 	t.Helper()
 	ticketN++
 	sink := newFrameSink()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := tn.gw.OpenSeat(ctx, SeatRequest{MatchID: matchID, Seat: seat, TicketID: fmt.Sprintf("%s-%d", t.Name(), ticketN),
+	s, err := tn.openSeat(ctx, seatRequest{MatchID: matchID, Seat: seat, TicketID: fmt.Sprintf("%s-%d", t.Name(), ticketN),
 		TicketExpires: time.Now().Add(time.Minute), ResumeFromSeq: resume}, sink)
 	if err != nil {
 		t.Fatalf("open seat %d: %v", seat, err)
@@ -243,14 +235,14 @@ func (tn *testNode) create(t *testing.T, seed uint64) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	id, err := tn.gw.CreateMatch(ctx, [2]string{"Ann", "Bob"}, [2]string{"S1", "S2"}, &seed)
+	id, err := tn.createMatch(ctx, &seed)
 	if err != nil {
 		t.Fatalf("create match: %v", err)
 	}
 	return id
 }
 
-func sendIntent(t *testing.T, s *Seat, id string, based int64, in protocol.Intent) {
+func sendIntent(t *testing.T, s *testSeat, id string, based int64, in protocol.Intent) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -333,25 +325,25 @@ func TestGrainHandshakeIntentsAndDuplicates(t *testing.T) {
 func TestGrainTicketIsSingleUse(t *testing.T) {
 	tn := startTestNode(t, fastTiming())
 	id := tn.create(t, 0)
-	req := SeatRequest{MatchID: id, Seat: 0, TicketID: "once", TicketExpires: time.Now().Add(time.Minute)}
+	req := seatRequest{MatchID: id, Seat: 0, TicketID: "once", TicketExpires: time.Now().Add(time.Minute)}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := tn.gw.OpenSeat(ctx, req, newFrameSink())
+	s, err := tn.openSeat(ctx, req, newFrameSink())
 	if err != nil {
 		t.Fatalf("first open: %v", err)
 	}
 	defer s.Close(false)
-	if _, err := tn.gw.OpenSeat(ctx, req, newFrameSink()); !errors.Is(err, ErrTicketUsed) {
-		t.Fatalf("second open with the same ticket: %v, want ErrTicketUsed", err)
+	if _, err := tn.openSeat(ctx, req, newFrameSink()); !errors.Is(err, errTicketUsed) {
+		t.Fatalf("second open with the same ticket: %v, want errTicketUsed", err)
 	}
-	if _, err := tn.gw.OpenSeat(ctx, SeatRequest{MatchID: "nope", Seat: 0, TicketID: "x"}, newFrameSink()); !errors.Is(err, ErrMatchNotFound) {
-		t.Fatalf("unknown match: %v, want ErrMatchNotFound", err)
+	if _, err := tn.openSeat(ctx, seatRequest{MatchID: "nope", Seat: 0, TicketID: "x"}, newFrameSink()); !errors.Is(err, errMatchNotFound) {
+		t.Fatalf("unknown match: %v, want errMatchNotFound", err)
 	}
 }
 
 // An attach whose answer is lost after its ticket was recorded (here the
 // store's reply; in a cluster, the grain moving between the two) is retried
-// by the gateway for the same connection: the retry must open the seat,
+// by the cluster request for the same connection: the retry must open the seat,
 // while another connection presenting the same ticket stays refused.
 func TestGrainRetriedAttachKeepsItsTicket(t *testing.T) {
 	for _, sk := range storeKinds {
@@ -359,11 +351,11 @@ func TestGrainRetriedAttachKeepsItsTicket(t *testing.T) {
 			tn := startTestNodeOn(t, fastTiming(), sk.open(t))
 			id := tn.create(t, 0)
 			tn.store.LoseReplyNext(persistence.MethodConsumeTicket, 1, nil)
-			req := SeatRequest{MatchID: id, Seat: 0, TicketID: "retried-" + sk.name, TicketExpires: time.Now().Add(time.Minute)}
+			req := seatRequest{MatchID: id, Seat: 0, TicketID: "retried-" + sk.name, TicketExpires: time.Now().Add(time.Minute)}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			k := newFrameSink()
-			s, err := tn.gw.OpenSeat(ctx, req, k)
+			s, err := tn.openSeat(ctx, req, k)
 			if err != nil {
 				t.Fatalf("open whose first ticket record lost its answer: %v, want the retry to succeed", err)
 			}
@@ -372,8 +364,8 @@ func TestGrainRetriedAttachKeepsItsTicket(t *testing.T) {
 				t.Fatalf("ticket consumed %d times, want the lost answer retried", n)
 			}
 			expectFrame[*protocol.ServerHello](t, k)
-			if _, err := tn.gw.OpenSeat(ctx, req, newFrameSink()); !errors.Is(err, ErrTicketUsed) {
-				t.Fatalf("another connection with the same ticket: %v, want ErrTicketUsed", err)
+			if _, err := tn.openSeat(ctx, req, newFrameSink()); !errors.Is(err, errTicketUsed) {
+				t.Fatalf("another connection with the same ticket: %v, want errTicketUsed", err)
 			}
 		})
 	}
@@ -404,8 +396,8 @@ func TestGrainTakeoverDetachesOldSeat(t *testing.T) {
 	// The replaced attachment can no longer act; the new one can.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := old.Intent(ctx, "old-1", 1, protocol.EndTurn{}); !errors.Is(err, ErrDetached) {
-		t.Fatalf("replaced seat's intent: %v, want ErrDetached", err)
+	if err := old.Intent(ctx, "old-1", 1, protocol.EndTurn{}); !errors.Is(err, errDetached) {
+		t.Fatalf("replaced seat's intent: %v, want errDetached", err)
 	}
 	sendIntent(t, s2, "new-1", 1, protocol.EndTurn{})
 	res := expectFrame[*protocol.ServerIntentResult](t, k2)
@@ -428,21 +420,21 @@ func TestGrainStaleAttachDoesNotReplaceNewer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	issued := time.Now()
-	newer := SeatRequest{MatchID: id, Seat: 0, TicketID: "newer", TicketExpires: issued.Add(2 * time.Minute)}
+	newer := seatRequest{MatchID: id, Seat: 0, TicketID: "newer", TicketExpires: issued.Add(2 * time.Minute)}
 	kNew := newFrameSink()
-	sNew, err := tn.gw.OpenSeat(ctx, newer, kNew)
+	sNew, err := tn.openSeat(ctx, newer, kNew)
 	if err != nil {
 		t.Fatalf("open the newer connection: %v", err)
 	}
 	defer sNew.Close(false)
 	expectFrame[*protocol.ServerHello](t, kNew)
 
-	stale := SeatRequest{MatchID: id, Seat: 0, TicketID: "stale", TicketExpires: issued.Add(time.Minute)}
-	if s, err := tn.gw.OpenSeat(ctx, stale, newFrameSink()); !errors.Is(err, ErrDetached) {
+	stale := seatRequest{MatchID: id, Seat: 0, TicketID: "stale", TicketExpires: issued.Add(time.Minute)}
+	if s, err := tn.openSeat(ctx, stale, newFrameSink()); !errors.Is(err, errDetached) {
 		if s != nil {
 			s.Close(false)
 		}
-		t.Fatalf("stale attach after a newer one: %v, want ErrDetached", err)
+		t.Fatalf("stale attach after a newer one: %v, want errDetached", err)
 	}
 	select {
 	case r := <-kNew.detached:
@@ -460,8 +452,8 @@ func TestGrainStaleAttachDoesNotReplaceNewer(t *testing.T) {
 		}
 	}
 	// A later ticket still takes the seat over.
-	later := SeatRequest{MatchID: id, Seat: 0, TicketID: "later", TicketExpires: issued.Add(3 * time.Minute)}
-	sLater, err := tn.gw.OpenSeat(ctx, later, newFrameSink())
+	later := seatRequest{MatchID: id, Seat: 0, TicketID: "later", TicketExpires: issued.Add(3 * time.Minute)}
+	sLater, err := tn.openSeat(ctx, later, newFrameSink())
 	if err != nil {
 		t.Fatalf("takeover with a later ticket: %v", err)
 	}
@@ -490,7 +482,7 @@ func TestGrainNewerSeatReattachesOverStaleAttach(t *testing.T) {
 	defer cancel()
 	issued := time.Now()
 	kNew := newFrameSink()
-	sNew, err := tn.gw.OpenSeat(ctx, SeatRequest{MatchID: id, Seat: 0, TicketID: "newer", TicketExpires: issued.Add(2 * time.Minute)}, kNew)
+	sNew, err := tn.openSeat(ctx, seatRequest{MatchID: id, Seat: 0, TicketID: "newer", TicketExpires: issued.Add(2 * time.Minute)}, kNew)
 	if err != nil {
 		t.Fatalf("open the newer connection: %v", err)
 	}
@@ -505,12 +497,12 @@ func TestGrainNewerSeatReattachesOverStaleAttach(t *testing.T) {
 		t.Fatalf("claim: %v", err)
 	}
 	kStale := newFrameSink()
-	stale := &Seat{gw: tn.gw, matchID: id, seat: 0, sink: kStale, initial: make(chan struct{})}
-	if err := stale.register(tn.gw.cfg.System, "seat-"+id+"-stale"); err != nil {
+	stale, err := tn.newSeat(id, 0, kStale, issued.Add(time.Minute))
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer stale.Close(false)
-	if _, err := tn.gw.call(ctx, id, &AttachSeat{Seat: 0, TicketID: "stale", TicketExpiresMs: issued.Add(time.Minute).UnixMilli(),
+	if _, err := tn.call(ctx, id, &AttachSeat{Seat: 0, TicketID: "stale", TicketExpiresMs: issued.Add(time.Minute).UnixMilli(),
 		SessionAddr: stale.pid.Address, SessionID: stale.pid.Id, SeenEpoch: rec.Epoch}); err != nil {
 		t.Fatalf("stale attach on the new activation: %v", err)
 	}

@@ -1,6 +1,10 @@
 package actors
 
 import (
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+
 	"github.com/matchgrain/matchgrain/cluster/envelope"
 	"github.com/matchgrain/matchgrain/protocol"
 )
@@ -8,7 +12,7 @@ import (
 // MatchKind is the cluster kind of match grains.
 const MatchKind = "match"
 
-// The messages below travel between an edge seat (or Gateway) and a
+// The messages below travel between an edge seat (edge/grains) and a
 // match grain, wrapped in envelope.Msg. They are internal to the cluster:
 // members trust each other, clients never produce them directly.
 
@@ -33,18 +37,43 @@ type AttachSeat struct {
 	SeenEpoch int64 `msgpack:",omitempty"`
 }
 
-// SubmitIntent carries one intent of an attached seat; Frame is the encoded
-// ClientIntent frame (the edge already decoded and bounded it once).
+// SubmitIntent carries one intent of an attached seat, decoded once, by
+// whoever took it in (the edge's session from the client's frame, a bot
+// from its choice): a grain on the sender's member gets the value itself.
+// It crosses the wire as Frame, the intent's canonical ClientIntent frame,
+// encoded only then (EncodeMsgpack), and the receiving grain decodes it
+// once. The grain persists the canonical frame: Frame when it came with
+// one, else the encoding of Intent, made only for an intent it logs.
 type SubmitIntent struct {
 	Seat      int
 	SessionID string
-	Frame     []byte
-	// Decoded is Frame already decoded, set by the Seat that encoded Frame
-	// from it. It never crosses the wire (a remote grain decodes Frame):
-	// local delivery passes the value itself, so a grain on the seat's own
-	// member skips a second decode. Frame stays what is persisted.
-	Decoded   *protocol.ClientIntent `msgpack:"-"`
+	// Frame is the intent's encoded ClientIntent frame: what a remote
+	// sender's Intent became on the wire, or what a sender that holds only
+	// the frame gives.
+	Frame []byte
+	// Intent is the decoded intent; nil means the grain decodes Frame.
+	Intent    *protocol.ClientIntent `msgpack:"-"`
 	SeenEpoch int64                  `msgpack:",omitempty"`
+}
+
+// submitIntentWire is SubmitIntent's wire form: the same fields, encoded
+// the default way, without the method that fills Frame.
+type submitIntentWire SubmitIntent
+
+// EncodeMsgpack implements msgpack.CustomEncoder for the envelope's
+// serialization to a remote grain: Frame is the canonical frame of Intent
+// when the sender gave only the value. The fields on the wire are the same
+// as before Intent existed, so members of both kinds understand each other.
+func (m *SubmitIntent) EncodeMsgpack(enc *msgpack.Encoder) error {
+	w := submitIntentWire(*m)
+	if w.Frame == nil && m.Intent != nil {
+		f, err := protocol.EncodeClientFrame(m.Intent)
+		if err != nil {
+			return fmt.Errorf("encode intent %q of seat %d: %w", m.Intent.IntentID, m.Seat, err)
+		}
+		w.Frame = f
+	}
+	return enc.Encode(&w)
 }
 
 // ResyncSeat asks for events from FromSeq (inclusive) or a snapshot.
@@ -81,6 +110,14 @@ type PingedSeat struct {
 	SessionID string
 }
 
+// NameSeat gives a guest seat (MatchSpec.Guests) the name its player chose
+// when redeeming the invite. The first name stands: a later NameSeat for
+// the same seat (a retried redemption) changes nothing and is answered OK.
+type NameSeat struct {
+	Seat int
+	Name string
+}
+
 // ReplyCode classifies a grain's Reply.
 type ReplyCode int
 
@@ -95,6 +132,9 @@ const (
 	// ReplyReplaced: a re-attach found another connection on the seat; the
 	// re-attaching one was replaced and must close (4409).
 	ReplyReplaced
+	// ReplySpectatorsFull: the match has GrainDeps.MaxSpectators
+	// spectators already (close 4429, docs/protocol.md §14.7).
+	ReplySpectatorsFull
 )
 
 // Reply answers every request to a grain.
@@ -168,4 +208,5 @@ func init() {
 	envelope.Register("mg.Reply", func() any { return &Reply{} })
 	envelope.Register("mg.SeatFrames", func() any { return &SeatFrames{} })
 	envelope.Register("mg.SeatDetached", func() any { return &SeatDetached{} })
+	envelope.Register("mg.NameSeat", func() any { return &NameSeat{} })
 }

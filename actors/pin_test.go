@@ -30,7 +30,7 @@ func TestGrainRefusesOtherRulesVersion(t *testing.T) {
 	v1 := startTestNodeRules(t, fastTiming(), store, versionedToy{v: "toy/1"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	id, err := v1.gw.CreateMatch(ctx, [2]string{"A", "B"}, [2]string{"S1", "S2"}, nil)
+	id, err := v1.createMatch(ctx, nil)
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
@@ -39,8 +39,8 @@ func TestGrainRefusesOtherRulesVersion(t *testing.T) {
 	v2 := startTestNodeRules(t, fastTiming(), store, versionedToy{v: "toy/2"})
 	wctx, wcancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer wcancel()
-	_, err = v2.gw.MatchExists(wctx, id)
-	if err == nil || !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "pinned to toy/1, this member runs toy/2") {
+	_, err = v2.matchExists(wctx, id)
+	if err == nil || !errors.Is(err, errUnavailable) || !strings.Contains(err.Error(), "pinned to toy/1, this member runs toy/2") {
 		t.Fatalf("activation under other rules: %v, want Unavailable naming both versions", err)
 	}
 	rec, err := store.Claim(ctx, id, "inspector")
@@ -53,7 +53,7 @@ func TestGrainRefusesOtherRulesVersion(t *testing.T) {
 	v2.node.Kill()
 
 	again := startTestNodeRules(t, fastTiming(), store, versionedToy{v: "toy/1"})
-	if ok, err := again.gw.MatchExists(ctx, id); err != nil || !ok {
+	if ok, err := again.matchExists(ctx, id); err != nil || !ok {
 		t.Fatalf("the match under its own rules: exists=%v err=%v", ok, err)
 	}
 }

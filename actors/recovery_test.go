@@ -16,7 +16,7 @@ import (
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
-func fullView(t *testing.T, s *Seat, k *frameSink) protocol.MatchView {
+func fullView(t *testing.T, s *testSeat, k *frameSink) protocol.MatchView {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -31,7 +31,7 @@ func fullView(t *testing.T, s *Seat, k *frameSink) protocol.MatchView {
 }
 
 // A write that landed but whose acknowledgement was lost: the activation
-// halts and answers Unavailable, the gateway re-sends the intent to a new
+// halts and answers Unavailable, the cluster request re-sends the intent to a new
 // activation rebuilt from the log, and there it is a duplicate, not a second
 // application.
 func TestGrainLostAppendAckIsNotAppliedTwice(t *testing.T) {
@@ -48,7 +48,7 @@ func testLostAppendAck(t *testing.T, tn *testNode) {
 
 	tn.store.LoseReplyNext(persistence.MethodAppend, 1, nil)
 	sendIntent(t, s0, "x", 1, protocol.EndTurn{})
-	// The halted activation answers Unavailable; the gateway re-sends "x"
+	// The halted activation answers Unavailable; the request re-sends "x"
 	// to a new activation, which finds it in the rebuilt journal.
 	res := expectResult(t, k0, "x")
 	if !res.Accepted || !res.Duplicate || res.EventSeq != 4 {
@@ -87,7 +87,7 @@ func testFenced(t *testing.T, tn *testNode) {
 	}
 	sendIntent(t, s0, "y", 1, protocol.EndTurn{})
 	// The fenced activation's write fails and it answers Unavailable; the
-	// gateway re-sends "y" to a newer activation, which applies it once.
+	// request re-sends "y" to a newer activation, which applies it once.
 	res := expectResult(t, k0, "y")
 	if !res.Accepted || res.Duplicate || res.EventSeq != 4 {
 		t.Fatalf("intent sent to the fenced activation: %+v, want accepted once at seq 4", res)
@@ -159,7 +159,7 @@ func TestGrainServesOnlyWhereOwned(t *testing.T) {
 		rctx, rcancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		err := s1.Resync(rctx, 1, false)
 		rcancel()
-		if errors.Is(err, ErrUnavailable) {
+		if errors.Is(err, errUnavailable) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -168,8 +168,8 @@ func TestGrainServesOnlyWhereOwned(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if err := s1.Intent(ctx, "elsewhere", 4, protocol.EndTurn{}); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("intent while another member owns the match: %v, want ErrUnavailable", err)
+	if err := s1.Intent(ctx, "elsewhere", 4, protocol.EndTurn{}); !errors.Is(err, errUnavailable) {
+		t.Fatalf("intent while another member owns the match: %v, want errUnavailable", err)
 	}
 	if n := tn.store.Calls(persistence.MethodClaim) - claims; n != 0 {
 		t.Fatalf("%d claims by a member that does not own the match", n)
@@ -226,7 +226,7 @@ func expectResult(t *testing.T, k *frameSink, id string) *protocol.ServerIntentR
 	}
 }
 
-func (tn *testNode) seatEpoch(s *Seat) int64 { return s.epoch.Load() }
+func (tn *testNode) seatEpoch(s *testSeat) int64 { return s.epoch.Load() }
 
 func TestGrainDecisionTimeoutEndsMatch(t *testing.T) {
 	timing := fastTiming()
@@ -359,9 +359,9 @@ func TestGrainJournalRebuiltAfterReactivation(t *testing.T) {
 }
 
 // openBoth attaches both seats of match id afresh and reads their hellos.
-func (tn *testNode) openBoth(t *testing.T, id string) ([2]*Seat, [2]*frameSink) {
+func (tn *testNode) openBoth(t *testing.T, id string) ([2]*testSeat, [2]*frameSink) {
 	t.Helper()
-	var seats [2]*Seat
+	var seats [2]*testSeat
 	var sinks [2]*frameSink
 	for s := range 2 {
 		seats[s], sinks[s] = tn.open(t, id, s, 0)
@@ -373,7 +373,7 @@ func (tn *testNode) openBoth(t *testing.T, id string) ([2]*Seat, [2]*frameSink) 
 // endTurns plays n EndTurn intents, seat 0 first, from event seq seq; after
 // each accepted one it calls then (if set) with the new seq, and it returns
 // the last seq.
-func endTurns(t *testing.T, seats [2]*Seat, sinks [2]*frameSink, seq int64, n int, then func(seq int64)) int64 {
+func endTurns(t *testing.T, seats [2]*testSeat, sinks [2]*frameSink, seq int64, n int, then func(seq int64)) int64 {
 	t.Helper()
 	for i := range n {
 		s := i % 2
@@ -633,12 +633,143 @@ func TestGrainMarksFinishedMatchOnReactivation(t *testing.T) {
 			again := startTestNodeOn(t, fastTiming(), inner)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			if ok, err := again.gw.MatchExists(ctx, id); err != nil || !ok {
+			if ok, err := again.matchExists(ctx, id); err != nil || !ok {
 				t.Fatalf("the finished match on a new member: exists=%v err=%v", ok, err)
 			}
 			waitFor(t, "the new activation to mark the match finished", func() bool { return !unfinished(t, inner, id) })
 			if n := again.store.Calls(persistence.MethodMarkFinished); n != 1 {
 				t.Fatalf("the new activation marked the match %d times, want once", n)
+			}
+		})
+	}
+}
+
+// createFriendMatch creates a match whose seat 1 is a guest's (a friend
+// match), Ann against "Friend".
+func (tn *testNode) createFriendMatch(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	seed := uint64(0)
+	id, err := CreateMatch(ctx, tn.store, tn.rules, MatchSpec{Names: [2]string{"Ann", "Friend"}, Decks: [2]string{"S1", "S2"},
+		Guests: [2]bool{false, true}, Seed: &seed})
+	if err != nil {
+		t.Fatalf("create match: %v", err)
+	}
+	if _, err := tn.call(ctx, id, &Wake{}); err != nil {
+		t.Fatalf("wake match: %v", err)
+	}
+	return id
+}
+
+// A friend match's first decision clock is held until the guest's seat
+// has attached once (docs/protocol.md §9, point 9): the creator may wait
+// for a friend far longer than decision time and bank together without
+// anyone losing on time, and once the friend is there the clock runs as in
+// any match.
+func TestGrainGuestClockWaitsForFirstAttach(t *testing.T) {
+	timing := fastTiming()
+	timing.DecisionTime = 150 * time.Millisecond
+	timing.BankTime = 200 * time.Millisecond
+	timing.ClockInterval = 50 * time.Millisecond
+	timing.SeatKeepAlive = 2 * time.Second // no re-attach noise in the clock frames
+	tn := startTestNode(t, timing)
+	created := time.Now().UnixMilli()
+	id := tn.createFriendMatch(t)
+	_, k0 := tn.open(t, id, 0, 0)
+	expectFrame[*protocol.ServerHello](t, k0)
+	snap := expectFrame[*protocol.ServerSnapshot](t, k0)
+	decider := snap.View.Clock.DecisionPlayer
+	if c := snap.View.Clock; c.IsRunning || c.TurnDeadlineMs != 0 || decider < 0 {
+		t.Fatalf("creator's clock before the friend joined = %+v, want held (not running, no deadline, a decider)", c)
+	}
+	// The server's own clock frames say how long it has waited: three times
+	// decision time and bank together, with the clock held all along.
+	waitUntil := created + 3*(timing.DecisionTime+timing.BankTime).Milliseconds()
+	deadline := time.After(10 * time.Second)
+	for waited := false; !waited; {
+		select {
+		case f := <-k0.frames:
+			switch f := f.(type) {
+			case *protocol.ServerClock:
+				if f.Clock.IsRunning || f.Clock.TurnDeadlineMs != 0 {
+					t.Fatalf("clock ran before the friend joined: %+v", f.Clock)
+				}
+				waited = f.Clock.ServerTimeMs >= waitUntil
+			case *protocol.ServerEvents:
+				t.Fatalf("events before the friend joined: %+v", f.Events)
+			}
+		case <-deadline:
+			t.Fatalf("no ServerClock at or after %d within 10 s", waitUntil)
+		}
+	}
+	joined := time.Now()
+	_, k1 := tn.open(t, id, 1, 0)
+	expectFrame[*protocol.ServerHello](t, k1)
+	c := expectFrame[*protocol.ServerSnapshot](t, k1).View.Clock
+	if !c.IsRunning || c.DecisionPlayer != decider || c.TurnDeadlineMs < joined.UnixMilli()+timing.DecisionTime.Milliseconds() ||
+		c.Bank0Ms != timing.BankTime.Milliseconds() || c.Bank1Ms != timing.BankTime.Milliseconds() {
+		t.Fatalf("clock once the friend joined = %+v, want seat %d's full decision time from %d and full banks", c, decider, joined.UnixMilli())
+	}
+	for _, k := range []*frameSink{k0, k1} {
+		fin := waitFinished(t, k)
+		if fin.Winner != 1-decider || fin.Reason != protocol.FinishTimeout {
+			t.Fatalf("finished = %+v, want seat %d winning on timeout", fin, 1-decider)
+		}
+	}
+	if el := time.Since(joined); el < timing.DecisionTime+timing.BankTime {
+		t.Fatalf("timeout fired %v after the friend joined, before decision+bank (%v)", el, timing.DecisionTime+timing.BankTime)
+	}
+}
+
+// A guest names its seat once (NameSeat); the name and a still-held clock
+// come back on a new activation, from the log and from a snapshot alike.
+func TestGrainGuestNameAndHeldClockSurviveReactivation(t *testing.T) {
+	for _, every := range []int{1, 100} {
+		t.Run(fmt.Sprintf("snapshot-every-%d", every), func(t *testing.T) {
+			timing := fastTiming()
+			timing.SnapshotEvery = every
+			tn := startTestNode(t, timing)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			id := tn.createFriendMatch(t)
+			first, k0 := tn.open(t, id, 0, 0)
+			expectFrame[*protocol.ServerHello](t, k0)
+			if v := expectFrame[*protocol.ServerSnapshot](t, k0).View; v.Players[1].Name != "Friend" {
+				t.Fatalf("friend's name before naming: %q", v.Players[1].Name)
+			}
+			if _, err := tn.call(ctx, id, &NameSeat{Seat: 1, Name: "Bea"}); err != nil {
+				t.Fatalf("name seat 1: %v", err)
+			}
+			if v := expectFrame[*protocol.ServerSnapshot](t, k0).View; v.Players[1].Name != "Bea" || v.Players[0].Name != "Ann" {
+				t.Fatalf("the creator's view after naming: %q", []string{v.Players[0].Name, v.Players[1].Name})
+			}
+			if _, err := tn.call(ctx, id, &NameSeat{Seat: 1, Name: "Cleo"}); err != nil {
+				t.Fatalf("name seat 1 again: %v", err)
+			}
+			if _, err := tn.call(ctx, id, &NameSeat{Seat: 0, Name: "Mallory"}); !errors.Is(err, ErrBadRequest) {
+				t.Fatalf("naming the creator's seat: %v, want ErrBadRequest", err)
+			}
+			// Another activation claims the match before the friend has come;
+			// the creator leaves, and that write finds this activation fenced.
+			// The creator's next visit meets a new one, rebuilt from the store.
+			if _, err := tn.store.Inner().Claim(ctx, id, "intruder"); err != nil {
+				t.Fatalf("intruding claim: %v", err)
+			}
+			first.Close(true)
+			s0, k0 := tn.open(t, id, 0, 0)
+			expectFrame[*protocol.ServerHello](t, k0)
+			v := expectFrame[*protocol.ServerSnapshot](t, k0).View
+			if v.Players[1].Name != "Bea" || v.Clock.IsRunning || v.Clock.TurnDeadlineMs != 0 {
+				t.Fatalf("after reactivation: friend %q, clock %+v; want Bea and a held clock", v.Players[1].Name, v.Clock)
+			}
+			_, k1 := tn.open(t, id, 1, 0)
+			expectFrame[*protocol.ServerHello](t, k1)
+			if v := expectFrame[*protocol.ServerSnapshot](t, k1).View; v.Players[1].Name != "Bea" || !v.Clock.IsRunning {
+				t.Fatalf("the friend's own view: name %q, clock %+v; want Bea and a running clock", v.Players[1].Name, v.Clock)
+			}
+			if v := fullView(t, s0, k0); !v.Clock.IsRunning {
+				t.Fatalf("the creator's clock once the friend came: %+v", v.Clock)
 			}
 		})
 	}

@@ -23,7 +23,7 @@
 // # Matches
 //
 // The edge talks to the match cluster only through the Matches interface
-// (the actors package's Gateway implements it): OpenSeat consumes the ticket
+// (grains.Gateway in edge/grains implements it): OpenSeat consumes the ticket
 // durably and then pushes the seat's frames, already encoded, through a
 // SeatSink; the edge never re-encodes or inspects them (it only peeks at intent
 // result codes for metrics).

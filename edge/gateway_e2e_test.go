@@ -9,7 +9,7 @@ import (
 
 // newGatewayMatches is the real thing behind the edge: one cluster member in
 // this process hosting match grains of the real game, with the embedded
-// store, reached through actors.Gateway (grainstest keeps protoactor out of
+// store, reached through grains.Gateway (grainstest keeps protoactor out of
 // package edge itself).
 func newGatewayMatches(t testing.TB) edge.Matches {
 	t.Helper()

@@ -10,7 +10,7 @@ import (
 
 // Matches is the edge's view of the match cluster. The edge holds no match
 // state: everything it knows about a match comes through this interface, which
-// the actors package's Gateway satisfies. All methods are safe for concurrent
+// edge/grains' Gateway satisfies. All methods are safe for concurrent
 // use and may block until ctx is done.
 type Matches interface {
 	// CreateMatch creates the match spec describes and returns its id.
@@ -18,14 +18,21 @@ type Matches interface {
 	CreateMatch(ctx context.Context, spec MatchSpec) (string, error)
 	// MatchExists reports whether matchID is known (for the ticket endpoint's 404).
 	MatchExists(ctx context.Context, matchID string) (bool, error)
+	// NameSeat gives a guest seat (MatchSpec.Guests) the name its player
+	// chose; the first name stands, a later one changes nothing. Both
+	// seats' views carry it from then on. Errors: ErrMatchNotFound,
+	// ErrBadRequest (not a guest seat), ErrUnavailable.
+	NameSeat(ctx context.Context, matchID string, seat int, name string) error
 	// OpenSeat attaches a connection to a seat. The ticket (already verified
 	// by the edge: signature, expiry, match, seat) is consumed here exactly
 	// once, durably (ErrTicketUsed on reuse). On success the sink has ALREADY
 	// been given, in order, the ServerHello and then either ServerEvents
 	// (resume) or a ServerSnapshot, exactly as docs/protocol.md §4.2/§9.8 say;
 	// afterwards every frame for this seat (intent results, events, clocks)
-	// arrives through sink.Deliver in order. Errors: ErrMatchNotFound,
-	// ErrTicketUsed, ErrUnavailable (retry later), others internal.
+	// arrives through sink.Deliver in order. Seat protocol.SeatSpectator
+	// opens a spectator's read-only session (docs/protocol.md §14). Errors:
+	// ErrMatchNotFound, ErrTicketUsed, ErrSpectatorsFull, ErrUnavailable
+	// (retry later), others internal.
 	OpenSeat(ctx context.Context, req OpenSeatRequest, sink SeatSink) (Seat, error)
 }
 
@@ -36,6 +43,10 @@ type MatchSpec struct {
 	// Bots marks the seats the match plays itself (a training match): no
 	// ticket opens such a seat.
 	Bots [2]bool
+	// Guests marks the seats left for a player who joins later through an
+	// invite (a friend match): the decision clock waits for each one's
+	// first connection (docs/protocol.md §9, point 9).
+	Guests [2]bool
 	// Seed is the engine seed; nil lets the cluster pick one.
 	Seed *uint64
 }
@@ -67,7 +78,11 @@ type Seat interface {
 	// intentId). The edge itself answers only what it decides alone
 	// (RateLimited, NotSupported for an unknown intent key, Malformed), using
 	// LastSeq() for the result's eventSeq.
-	Intent(ctx context.Context, intentID string, basedOnSeq int64, in protocol.Intent) error
+	//
+	// ci is the frame as the edge decoded it, handed on as it is: the
+	// implementation must not change it, and carries it to the match
+	// without encoding it again where it can.
+	Intent(ctx context.Context, ci *protocol.ClientIntent) error
 	// Resync asks for events from fromSeq (inclusive) or a snapshot; the
 	// frames arrive through the sink.
 	Resync(ctx context.Context, fromSeq int64, full bool) error
@@ -134,4 +149,7 @@ var (
 	// ErrBadRequest: CreateMatch refused its arguments (an unknown deck,
 	// say); the HTTP API answers 400.
 	ErrBadRequest = errors.New("edge: bad request")
+	// ErrSpectatorsFull: the match has as many spectators as it allows
+	// (docs/protocol.md §14.7); the ticket was not spent.
+	ErrSpectatorsFull = errors.New("edge: spectators full")
 )

@@ -100,7 +100,7 @@ func (p *player) connect() {
 func (p *player) attach(c *conn, reattach bool) {
 	w := p.w
 	// A re-attach carries the connection's ticket expiry too, as the
-	// edge's does (actors.Seat.reattach): the grain orders a re-attach
+	// edge's does (grains.Seat.reattach): the grain orders a re-attach
 	// against a stale attach that reached a new activation first by it.
 	m := &actors.AttachSeat{Seat: p.seat, ResumeFromSeq: p.lastSeq, Reattach: reattach, TicketExpiresMs: c.ticketExpiresMs,
 		SessionAddr: "edge", SessionID: c.id, SeenEpoch: c.epoch}

@@ -9,25 +9,9 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"time"
-)
 
-// debugLoopbackOnly refuses a --debug-listen address that is not on the
-// loopback interface: the profiling endpoints are not authenticated, and a
-// CPU profile or a heap dump must never be reachable from the network.
-func debugLoopbackOnly(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("--debug-listen %q: %w", addr, err)
-	}
-	if host == "localhost" {
-		return nil
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("--debug-listen %q: the profiling endpoints are unauthenticated, so the host must be a loopback address (127.0.0.1, ::1 or localhost)", addr)
-	}
-	return nil
-}
+	"github.com/matchgrain/matchgrain/cmd/matchd/internal/config"
+)
 
 // debugMux serves net/http/pprof under /debug/pprof/ and nothing else.
 func debugMux() *http.ServeMux {
@@ -43,7 +27,7 @@ func debugMux() *http.ServeMux {
 // startDebug serves the profiling endpoints on addr until ctx ends. It
 // returns the bound address (addr may name port 0).
 func startDebug(ctx context.Context, addr string, log *slog.Logger) (string, error) {
-	if err := debugLoopbackOnly(addr); err != nil {
+	if err := config.DebugLoopbackOnly(addr); err != nil {
 		return "", err
 	}
 	ln, err := net.Listen("tcp", addr)

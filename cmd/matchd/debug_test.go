@@ -10,25 +10,6 @@ import (
 	"time"
 )
 
-func TestDebugListenLoopbackOnly(t *testing.T) {
-	for addr, ok := range map[string]bool{
-		"127.0.0.1:6060": true, "[::1]:6060": true, "localhost:6060": true, "127.0.0.2:0": true,
-		"0.0.0.0:6060": false, ":6060": false, "10.1.2.3:6060": false, "example.com:6060": false, "6060": false,
-	} {
-		err := debugLoopbackOnly(addr)
-		if (err == nil) != ok {
-			t.Errorf("debugLoopbackOnly(%q) = %v, want ok=%v", addr, err, ok)
-		}
-	}
-	if _, err := parseFlags([]string{"--debug-listen", "0.0.0.0:6060"}); err == nil || !strings.Contains(err.Error(), "loopback") {
-		t.Errorf("parseFlags accepted a non-loopback --debug-listen: %v", err)
-	}
-	o, err := parseFlags(nil)
-	if err != nil || o.debugListen != "" {
-		t.Errorf("--debug-listen must be off by default: %q, %v", o.debugListen, err)
-	}
-}
-
 // TestDebugListenServesPprof fetches the pprof index and a goroutine
 // profile from a real listener, and checks it stops with its context.
 func TestDebugListenServesPprof(t *testing.T) {

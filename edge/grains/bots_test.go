@@ -10,6 +10,7 @@ import (
 	"github.com/matchgrain/matchgrain/client"
 	"github.com/matchgrain/matchgrain/cluster/clustertest"
 	"github.com/matchgrain/matchgrain/edge"
+	"github.com/matchgrain/matchgrain/edge/grains"
 	"github.com/matchgrain/matchgrain/edge/grains/grainstest"
 	"github.com/matchgrain/matchgrain/protocol"
 )
@@ -22,7 +23,7 @@ func botTiming() actors.Timing {
 }
 
 // awaitFinished polls the grain's status until the match ended.
-func awaitFinished(t *testing.T, gw *actors.Gateway, id string, total time.Duration) *actors.MatchStatus {
+func awaitFinished(t *testing.T, gw *grains.Gateway, id string, total time.Duration) *actors.MatchStatus {
 	t.Helper()
 	var st *actors.MatchStatus
 	clustertest.Eventually(t, total, 20*time.Millisecond, func() error {

@@ -22,8 +22,8 @@ import (
 	"github.com/matchgrain/matchgrain/client"
 	"github.com/matchgrain/matchgrain/client/clienttest"
 	"github.com/matchgrain/matchgrain/edge"
+	"github.com/matchgrain/matchgrain/edge/grains"
 	"github.com/matchgrain/matchgrain/edge/grains/grainstest"
-	"github.com/matchgrain/matchgrain/game/catalog"
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/persistence/pgtest"
 	"github.com/matchgrain/matchgrain/protocol"
@@ -37,7 +37,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // defaults of startHarness.
 type harnessOpts struct {
 	timing   actors.Timing
-	edge     edge.Config // only the timer fields are used
+	edge     edge.Config // only the timer fields and MaxSpectators are used
 	postgres bool
 }
 
@@ -99,14 +99,14 @@ func startHarness(t *testing.T, o harnessOpts) *harness {
 		})
 		store = s
 	}
-	matches, node := grainstest.NewMatches(t, grainstest.Options{Store: store, Timing: o.timing, Logger: log})
+	matches, node := grainstest.NewMatches(t, grainstest.Options{Store: store, Timing: o.timing, Logger: log, MaxSpectators: o.edge.MaxSpectators})
 	h.store = node.Store
 
 	token := hex.EncodeToString(randomHex(t, 16))
 	cfg := edge.Config{
-		TicketKey: randomHex(t, 32), AdminToken: token, Decks: deckInfos, Logger: log,
+		TicketKey: randomHex(t, 32), AdminToken: token, Decks: grains.DeckInfos, Logger: log,
 		HelloTimeout: o.edge.HelloTimeout, HeartbeatIdle: o.edge.HeartbeatIdle, HeartbeatTimeout: o.edge.HeartbeatTimeout,
-		CloseLinger: 100 * time.Millisecond,
+		CloseLinger: 100 * time.Millisecond, MaxSpectators: o.edge.MaxSpectators,
 	}
 	srv, err := edge.New(cfg, matches)
 	if err != nil {
@@ -150,14 +150,6 @@ func startHarness(t *testing.T, o harnessOpts) *harness {
 	h.httpAddr, h.tcpAddr = httpLn.Addr().String(), tcpLn.Addr().String()
 	h.admin = client.NewAdmin("http://"+h.httpAddr, token, nil)
 	return h
-}
-
-func deckInfos() []edge.DeckInfo {
-	var out []edge.DeckInfo
-	for _, d := range catalog.Decks() {
-		out = append(out, edge.DeckInfo{ID: string(d.ID), Name: d.Name, Cards: d.Cards})
-	}
-	return out
 }
 
 // gameAddr is the client address of the edge on transport "ws" or "tcp".

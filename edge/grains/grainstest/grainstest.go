@@ -32,6 +32,8 @@ type Options struct {
 	// Logger receives the member's, the grains' and the store's logs; nil
 	// discards them.
 	Logger *slog.Logger
+	// MaxSpectators is the grains' spectator cap (0: no spectators).
+	MaxSpectators int
 }
 
 // Node is what NewMatches started, for tests that need to look behind the
@@ -39,8 +41,8 @@ type Options struct {
 type Node struct {
 	// Member is the cluster member hosting the match grains.
 	Member *mgcluster.Node
-	// Gateway is the member's actors.Gateway that the Matches adapts.
-	Gateway *actors.Gateway
+	// Gateway is the member's grains.Gateway, the edge.Matches returned.
+	Gateway *grains.Gateway
 	// Store is Options.Store or the embedded store opened for the test.
 	Store persistence.Store
 	// Timing is the timing in effect (Options.Timing or its default).
@@ -88,7 +90,7 @@ func NewMatches(t testing.TB, opts Options) (edge.Matches, *Node) {
 	var member *mgcluster.Node
 	kind, err := actors.NewMatchKind(actors.GrainDeps{
 		Store: store, Rules: actors.GameRules{}, Timing: timing, Logger: log,
-		Owner: func() string { return member.ID() },
+		Owner: func() string { return member.ID() }, MaxSpectators: opts.MaxSpectators,
 	})
 	if err != nil {
 		t.Fatalf("grainstest: match kind: %v", err)
@@ -103,14 +105,14 @@ func NewMatches(t testing.TB, opts Options) (edge.Matches, *Node) {
 		t.Fatalf("grainstest: start cluster member: %v", err)
 	}
 	t.Cleanup(member.Kill)
-	gw, err := actors.NewGateway(actors.GatewayConfig{
+	gw, err := grains.NewGateway(grains.GatewayConfig{
 		System: member.System(), Cluster: member, Store: store, Rules: actors.GameRules{}, Timing: timing,
 		Forget: func(id string) { member.ForgetPID(id, actors.MatchKind) }, Logger: log,
 	})
 	if err != nil {
 		t.Fatalf("grainstest: gateway: %v", err)
 	}
-	return grains.Matches(gw), &Node{Member: member, Gateway: gw, Store: store, Timing: timing}
+	return gw, &Node{Member: member, Gateway: gw, Store: store, Timing: timing}
 }
 
 func randomHex(t testing.TB, n int) string {

@@ -1,7 +1,8 @@
-package actors
+package grains
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,86 +11,10 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/matchgrain/matchgrain/actors"
+	"github.com/matchgrain/matchgrain/cluster/clustertest"
 )
-
-// pingLog records the SeatPings a Gateway sends, passing every request on.
-type pingLog struct {
-	Requester
-	mu    sync.Mutex
-	pings []pingRecord
-}
-
-type pingRecord struct {
-	at    time.Time
-	seats []int
-}
-
-func (p *pingLog) Request(ctx context.Context, identity, kind string, msg any) (any, error) {
-	if m, ok := msg.(*SeatPing); ok {
-		seats := []int{m.Seat}
-		for _, o := range m.More {
-			seats = append(seats, o.Seat)
-		}
-		p.mu.Lock()
-		p.pings = append(p.pings, pingRecord{time.Now(), seats})
-		p.mu.Unlock()
-	}
-	return p.Requester.Request(ctx, identity, kind, msg)
-}
-
-func (p *pingLog) since(t time.Time) []pingRecord {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []pingRecord
-	for _, r := range p.pings {
-		if r.at.After(t) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// TestKeepAliveOnePingPerMatch: a match whose two seats are on one edge
-// costs one keep-alive request per interval, covering both seats, and the
-// grain keeps both seats attached throughout.
-func TestKeepAliveOnePingPerMatch(t *testing.T) {
-	timing := fastTiming() // SeatKeepAlive 100 ms; the grain drops a seat after 300 ms
-	tn := startTestNode(t, timing)
-	log := &pingLog{Requester: tn.node}
-	gw, err := NewGateway(GatewayConfig{
-		System: tn.node.System(), Cluster: log, Store: tn.store, Rules: tn.rules, Timing: timing,
-		RequestTimeout: time.Second, ReattachTimeout: 5 * time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tn.gw = gw
-	id := tn.create(t, 0)
-	_, k0 := tn.open(t, id, 0, 0)
-	_, k1 := tn.open(t, id, 1, 0)
-
-	// Idle: both seats in one ping per interval (after the first ticks,
-	// where the two attach times may straddle a tick).
-	idleFrom := time.Now().Add(300 * time.Millisecond)
-	time.Sleep(1300 * time.Millisecond)
-	idle := log.since(idleFrom)
-	if len(idle) < 5 || len(idle) > 13 {
-		t.Errorf("%d keep-alives in 1 s of 100 ms intervals, want about 10", len(idle))
-	}
-	for _, p := range idle {
-		if len(p.seats) != 2 {
-			t.Errorf("an idle match's keep-alive covered seats %v, want both", p.seats)
-		}
-	}
-
-	for seat, k := range []*frameSink{k0, k1} {
-		select {
-		case r := <-k.detached:
-			t.Errorf("seat %d detached (%d) although its keep-alives ran", seat, r)
-		default:
-		}
-	}
-}
 
 // pingCounter answers every request at once and counts the SeatPings per
 // match, with the slot each was sent in.
@@ -102,7 +27,7 @@ type pingCounter struct {
 }
 
 func (p *pingCounter) Request(_ context.Context, identity, _ string, msg any) (any, error) {
-	if _, ok := msg.(*SeatPing); ok {
+	if _, ok := msg.(*actors.SeatPing); ok {
 		p.mu.Lock()
 		p.byMatch[identity]++
 		if p.g.slotOf(identity) != p.slot {
@@ -110,7 +35,7 @@ func (p *pingCounter) Request(_ context.Context, identity, _ string, msg any) (a
 		}
 		p.mu.Unlock()
 	}
-	return &Reply{Code: ReplyOK}, nil
+	return &actors.Reply{Code: actors.ReplyOK}, nil
 }
 
 func (p *pingCounter) pings() int {
@@ -130,13 +55,13 @@ func (p *pingCounter) pings() int {
 func TestKeepAlivesSpreadOverSlots(t *testing.T) {
 	pc := &pingCounter{byMatch: map[string]int{}}
 	g := newGateway(GatewayConfig{
-		Cluster: pc, RequestTimeout: time.Second, ReattachTimeout: time.Minute, Timing: DefaultTiming(),
+		Cluster: pc, RequestTimeout: time.Second, ReattachTimeout: time.Minute, Timing: actors.DefaultTiming(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	pc.g = g
 	slots := len(g.live)
 	if slots != keepAliveMaxSlots {
-		t.Fatalf("%d slots at the default %v interval, want %d", slots, DefaultTiming().SeatKeepAlive, keepAliveMaxSlots)
+		t.Fatalf("%d slots at the default %v interval, want %d", slots, actors.DefaultTiming().SeatKeepAlive, keepAliveMaxSlots)
 	}
 	g.loopRunning = true // the test turns the slots itself
 	const matches = 1000
@@ -187,7 +112,7 @@ func TestKeepAlivesSpreadOverSlots(t *testing.T) {
 	}
 }
 
-// gatedPings holds every SeatPing until the test lets one through, and
+// gatedPings holds every actors.SeatPing until the test lets one through, and
 // records the context each was sent with.
 type gatedPings struct {
 	gate chan struct{}
@@ -196,7 +121,7 @@ type gatedPings struct {
 }
 
 func (p *gatedPings) Request(ctx context.Context, _, _ string, msg any) (any, error) {
-	if _, ok := msg.(*SeatPing); ok {
+	if _, ok := msg.(*actors.SeatPing); ok {
 		p.mu.Lock()
 		p.ctxs = append(p.ctxs, ctx)
 		p.mu.Unlock()
@@ -205,7 +130,7 @@ func (p *gatedPings) Request(ctx context.Context, _, _ string, msg any) (any, er
 			return nil, err
 		}
 	}
-	return &Reply{Code: ReplyOK}, nil
+	return &actors.Reply{Code: actors.ReplyOK}, nil
 }
 
 func (p *gatedPings) sent() []context.Context {
@@ -221,7 +146,7 @@ func (p *gatedPings) sent() []context.Context {
 func TestKeepAlivesOfASlotShareOneDeadline(t *testing.T) {
 	pg := &gatedPings{gate: make(chan struct{})}
 	g := newGateway(GatewayConfig{
-		Cluster: pg, RequestTimeout: time.Second, ReattachTimeout: time.Minute, Timing: DefaultTiming(),
+		Cluster: pg, RequestTimeout: time.Second, ReattachTimeout: time.Minute, Timing: actors.DefaultTiming(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	g.loopRunning = true // the test turns the slot itself
@@ -243,7 +168,7 @@ func TestKeepAlivesOfASlotShareOneDeadline(t *testing.T) {
 	waitFor(t, "every match's ping sent", func() bool { return len(pg.sent()) == matches })
 	ctxs := pg.sent()
 	dl, ok := ctxs[0].Deadline()
-	if want := start.Add(2 * DefaultTiming().SeatKeepAlive); !ok || dl.Before(want.Add(-time.Second)) || dl.After(want.Add(time.Second)) {
+	if want := start.Add(2 * actors.DefaultTiming().SeatKeepAlive); !ok || dl.Before(want.Add(-time.Second)) || dl.After(want.Add(time.Second)) {
 		t.Fatalf("deadline %v (set %v), want about %v", dl, ok, want)
 	}
 	for i, c := range ctxs {
@@ -272,4 +197,15 @@ func TestKeepAlivesOfASlotShareOneDeadline(t *testing.T) {
 			t.Errorf("seat of %s counts its keep-alive as failed", s.matchID)
 		}
 	}
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	clustertest.Eventually(t, 10*time.Second, 2*time.Millisecond, func() error {
+		if !cond() {
+			return errors.New("waiting for " + what)
+		}
+		return nil
+	})
 }

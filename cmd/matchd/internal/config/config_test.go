@@ -1,7 +1,8 @@
-package main
+package config
 
 import (
 	"encoding/base64"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,15 +15,16 @@ func TestSecurityFlags(t *testing.T) {
 	key := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
 	t.Setenv("MATCHD_MAX_CONNECTIONS_PER_ADDRESS", "7")
 	t.Setenv("MATCHD_GOSSIP_KEY", key)
-	o, err := parseFlags([]string{"--max-handshakes", "9", "--http-header-timeout", "3s", "--intents-per-second", "2.5",
+	o, err := Parse([]string{"--max-handshakes", "9", "--http-header-timeout", "3s", "--intents-per-second", "2.5",
 		"--admin-tokens-previous", "old1, old2", "--metrics-listen", "127.0.0.1:0", "--insecure-cluster"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	switch {
-	case o.limits.MaxConnectionsPerAddress != 7, o.limits.MaxHandshakes != 9, o.limits.HTTPHeaderTimeout != 3*time.Second,
-		o.limits.IntentsPerSecond != 2.5, o.adminPrevious != "old1, old2", o.metricsListen != "127.0.0.1:0",
-		len(o.security.GossipKeys) != 1, !o.security.Insecure:
+	case o.Edge.MaxConnectionsPerAddress != 7, o.Edge.MaxHandshakes != 9, o.Edge.HTTPHeaderTimeout != 3*time.Second,
+		o.Edge.IntentsPerSecond != 2.5, !slices.Equal(o.Edge.AdminTokensPrevious, []string{"old1", "old2"}),
+		o.MetricsListen != "127.0.0.1:0", !o.Edge.SeparateMetrics,
+		len(o.Cluster.Security.GossipKeys) != 1, !o.Cluster.Security.Insecure:
 		t.Fatalf("options %+v", o)
 	}
 
@@ -34,9 +36,9 @@ func TestSecurityFlags(t *testing.T) {
 		{[]string{"--gossip-key", base64.StdEncoding.EncodeToString([]byte("short"))}, "gossip-key: gossip key 1: key is 5 bytes, want 16, 24 or 32"},
 		{[]string{"--cluster-tls-cert", "c.pem"}, "cluster-tls-cert, cluster-tls-key and cluster-tls-ca go together"},
 	} {
-		_, err := parseFlags(tt.args)
+		_, err := Parse(tt.args)
 		if err == nil || err.Error() != tt.want {
-			t.Errorf("parseFlags(%q) = %v, want %q", tt.args, err, tt.want)
+			t.Errorf("Parse(%q) = %v, want %q", tt.args, err, tt.want)
 		}
 		if err != nil && strings.Contains(err.Error(), "not base64!") {
 			t.Errorf("error echoes the key: %v", err)
@@ -59,13 +61,13 @@ func TestRequestTimeoutFollowsDetection(t *testing.T) {
 		{[]string{"--probe-interval", "2s"}, 27 * time.Second, 32 * time.Second},
 		{[]string{"--probe-interval", "2s", "--request-timeout", "4s"}, 4 * time.Second, 15 * time.Second},
 	} {
-		o, err := parseFlags(tt.args)
+		o, err := Parse(tt.args)
 		if err != nil {
-			t.Fatalf("parseFlags(%q): %v", tt.args, err)
+			t.Fatalf("Parse(%q): %v", tt.args, err)
 		}
-		if o.requestTimeout != tt.want || o.limits.HTTPWriteTimeout != tt.wantWrite {
-			t.Errorf("parseFlags(%q): request-timeout %v, http-write-timeout %v; want %v, %v",
-				tt.args, o.requestTimeout, o.limits.HTTPWriteTimeout, tt.want, tt.wantWrite)
+		if o.Edge.RequestTimeout != tt.want || o.Edge.HTTPWriteTimeout != tt.wantWrite {
+			t.Errorf("Parse(%q): request-timeout %v, http-write-timeout %v; want %v, %v",
+				tt.args, o.Edge.RequestTimeout, o.Edge.HTTPWriteTimeout, tt.want, tt.wantWrite)
 		}
 	}
 	for _, tt := range []struct {
@@ -75,8 +77,27 @@ func TestRequestTimeoutFollowsDetection(t *testing.T) {
 		{[]string{"--probe-interval", "4s"}, "request-timeout (49s) must be positive and shorter than heartbeat-timeout (40s)"},
 		{[]string{"--request-timeout", "20s", "--http-write-timeout", "20s"}, "http-write-timeout (20s) must be longer than request-timeout (20s): an API response is written after its call"},
 	} {
-		if _, err := parseFlags(tt.args); err == nil || err.Error() != tt.want {
-			t.Errorf("parseFlags(%q) = %v, want %q", tt.args, err, tt.want)
+		if _, err := Parse(tt.args); err == nil || err.Error() != tt.want {
+			t.Errorf("Parse(%q) = %v, want %q", tt.args, err, tt.want)
 		}
+	}
+}
+
+func TestDebugListenLoopbackOnly(t *testing.T) {
+	for addr, ok := range map[string]bool{
+		"127.0.0.1:6060": true, "[::1]:6060": true, "localhost:6060": true, "127.0.0.2:0": true,
+		"0.0.0.0:6060": false, ":6060": false, "10.1.2.3:6060": false, "example.com:6060": false, "6060": false,
+	} {
+		err := DebugLoopbackOnly(addr)
+		if (err == nil) != ok {
+			t.Errorf("DebugLoopbackOnly(%q) = %v, want ok=%v", addr, err, ok)
+		}
+	}
+	if _, err := Parse([]string{"--debug-listen", "0.0.0.0:6060"}); err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Errorf("Parse accepted a non-loopback --debug-listen: %v", err)
+	}
+	o, err := Parse(nil)
+	if err != nil || o.DebugListen != "" {
+		t.Errorf("--debug-listen must be off by default: %q, %v", o.DebugListen, err)
 	}
 }

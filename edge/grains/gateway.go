@@ -1,9 +1,8 @@
-package actors
+package grains
 
 import (
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -17,30 +16,25 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/matchgrain/matchgrain/actors"
 	"github.com/matchgrain/matchgrain/cluster/envelope"
+	"github.com/matchgrain/matchgrain/edge"
 	"github.com/matchgrain/matchgrain/internal/deadline"
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
-// Errors the Gateway returns for callers to branch on.
-var (
-	// ErrMatchNotFound: no match has that id.
-	ErrMatchNotFound = errors.New("match not found")
-	// ErrTicketUsed: the ticket was consumed before (single use, durable).
-	ErrTicketUsed = errors.New("ticket already used")
-	// ErrUnavailable: the match could not be reached in time; retry later.
-	ErrUnavailable = errors.New("match unavailable")
-	// ErrBadRequest: the request is invalid (unknown deck, bad seat).
-	ErrBadRequest = errors.New("bad request")
-)
+// The Gateway is the edge's Matches: its errors are the edge's sentinels
+// (edge.ErrMatchNotFound, edge.ErrTicketUsed, edge.ErrUnavailable,
+// edge.ErrBadRequest), with the cause kept in the chain.
+var _ edge.Matches = (*Gateway)(nil)
 
 // Requester routes a request to the grain of identity wherever it lives and
 // returns its reply. msg is a value registered with envelope.Register; the
 // reply may come back unwrapped or as an *envelope.Msg. cluster.Node
 // satisfies it, and is where grain calls are retried (timeouts, lost
-// members, and a Reply whose activation is going away: Reply.ActivationMoving);
-// the Gateway itself never retries.
+// members, and an actors.Reply whose activation is going away:
+// actors.Reply.ActivationMoving); the Gateway itself never retries.
 type Requester interface {
 	Request(ctx context.Context, identity, kind string, msg any) (any, error)
 }
@@ -55,9 +49,9 @@ type GatewayConfig struct {
 	// Store records new matches.
 	Store persistence.Store
 	// Rules validates deck ids before a match is created.
-	Rules Rules
+	Rules actors.Rules
 	// Timing must be the grains' timing (SeatKeepAlive is shared).
-	Timing Timing
+	Timing actors.Timing
 	// Forget drops a finished match from this member's PID cache; may be nil.
 	Forget func(identity string)
 	// Logger; nil means slog.Default().
@@ -125,50 +119,16 @@ func newGateway(cfg GatewayConfig) *Gateway {
 	return g
 }
 
-// MatchSpec describes a match to create.
-type MatchSpec struct {
-	// Names are the players' display names, Decks their deck ids.
-	Names, Decks [2]string
-	// Bots marks the seats the match grain plays itself (a training match);
-	// no connection can take such a seat.
-	Bots [2]bool
-	// Seed is the engine seed; nil picks a random one.
-	Seed *uint64
-}
-
-// CreateMatch creates a match between two players (see Create).
-func (g *Gateway) CreateMatch(ctx context.Context, names [2]string, decks [2]string, seed *uint64) (string, error) {
-	return g.Create(ctx, MatchSpec{Names: names, Decks: decks, Seed: seed})
-}
-
-// Create validates the decks, records the match (seat kinds included)
-// durably and wakes its grain so that its clocks, and its bots, run from now.
-func (g *Gateway) Create(ctx context.Context, spec MatchSpec) (string, error) {
-	names, decks := spec.Names, spec.Decks
-	var s uint64
-	if spec.Seed != nil {
-		s = *spec.Seed
-	} else {
-		var b [8]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return "", fmt.Errorf("match seed: %w", err)
-		}
-		s = binary.LittleEndian.Uint64(b[:])
+// CreateMatch validates the decks, records the match (seat kinds included)
+// durably (actors.CreateMatch) and wakes its grain so that its clocks, and
+// its bots, run from now.
+func (g *Gateway) CreateMatch(ctx context.Context, spec edge.MatchSpec) (string, error) {
+	id, err := actors.CreateMatch(ctx, g.cfg.Store, g.cfg.Rules, actors.MatchSpec(spec))
+	if errors.Is(err, actors.ErrBadRequest) {
+		return "", fmt.Errorf("%w: %w", edge.ErrBadRequest, err)
 	}
-	if _, _, err := g.cfg.Rules.New(s, decks); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrBadRequest, err)
-	}
-	id, err := newMatchID()
 	if err != nil {
 		return "", err
-	}
-	meta, err := encodeInternal(matchMeta{Names: names, Decks: decks, Seed: s, CreatedAt: time.Now().UnixMilli(), Bots: spec.Bots,
-		Version: RulesVersion(g.cfg.Rules)})
-	if err != nil {
-		return "", err
-	}
-	if err := g.cfg.Store.CreateMatch(ctx, id, meta); err != nil {
-		return "", fmt.Errorf("create match %s: %w", id, err)
 	}
 	// The wake gets at most half of what is left of the caller's time (and
 	// one attempt's bound): the match is durable already, so the caller
@@ -178,7 +138,7 @@ func (g *Gateway) Create(ctx context.Context, spec MatchSpec) (string, error) {
 	// wakes it at its next sweep.
 	started := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, wakeBudget(ctx, g.cfg.RequestTimeout))
-	_, err = g.call(wctx, id, &Wake{})
+	_, err = g.call(wctx, id, &actors.Wake{})
 	cancel()
 	if err != nil {
 		g.log.Warn("wake new match; left to the first attach or the reclaimer", "match", id,
@@ -187,7 +147,7 @@ func (g *Gateway) Create(ctx context.Context, spec MatchSpec) (string, error) {
 	return id, nil
 }
 
-// wakeBudget is how long Create waits for a new match's grain: one
+// wakeBudget is how long CreateMatch waits for a new match's grain: one
 // attempt's bound, and no more than half the time ctx has left.
 func wakeBudget(ctx context.Context, attempt time.Duration) time.Duration {
 	if dl, ok := ctx.Deadline(); ok {
@@ -198,8 +158,8 @@ func wakeBudget(ctx context.Context, attempt time.Duration) time.Duration {
 
 // MatchExists reports whether matchID names a match (activating it).
 func (g *Gateway) MatchExists(ctx context.Context, matchID string) (bool, error) {
-	_, err := g.call(ctx, matchID, &Wake{})
-	if errors.Is(err, ErrMatchNotFound) {
+	_, err := g.call(ctx, matchID, &actors.Wake{})
+	if errors.Is(err, edge.ErrMatchNotFound) {
 		return false, nil
 	}
 	if err != nil {
@@ -208,15 +168,24 @@ func (g *Gateway) MatchExists(ctx context.Context, matchID string) (bool, error)
 	return true, nil
 }
 
+// NameSeat gives guest seat seat of matchID the name its player chose
+// (edge.Matches; actors.NameSeat).
+func (g *Gateway) NameSeat(ctx context.Context, matchID string, seat int, name string) error {
+	if _, err := g.call(ctx, matchID, &actors.NameSeat{Seat: seat, Name: name}); err != nil {
+		return fmt.Errorf("name seat %d of match %s: %w", seat, matchID, err)
+	}
+	return nil
+}
+
 // call sends one request to a grain and turns its reply into an error
 // where it is one. It does not retry: the Requester does (cluster.Node
 // retries timeouts, lost members and activations that are going away, a
-// Reply with ReplyUnavailable, until ctx ends), so a grain call has one
+// actors.Reply with actors.ReplyUnavailable, until ctx ends), so a grain call has one
 // retry policy. The first attempt's success is handled here and everything
 // else in settle, so that the frame every edge reader carries while it
 // waits for its grain stays small (docs/performance.md §4, "A reader's
 // frames stay small").
-func (g *Gateway) call(ctx context.Context, matchID string, msg any) (*Reply, error) {
+func (g *Gateway) call(ctx context.Context, matchID string, msg any) (*actors.Reply, error) {
 	res, err := g.attempt(ctx, matchID, msg)
 	if err == nil {
 		if r := okReply(res); r != nil {
@@ -226,41 +195,43 @@ func (g *Gateway) call(ctx context.Context, matchID string, msg any) (*Reply, er
 	return g.settle(matchID, res, err)
 }
 
-// okReply returns v as a *Reply (unwrapped by the Requester or still in its
-// envelope) if it is one with ReplyOK.
-func okReply(v any) *Reply {
-	if r, ok := fromEnvelope(v).(*Reply); ok && r.Code == ReplyOK {
+// okReply returns v as a *actors.Reply (unwrapped by the Requester or still in its
+// envelope) if it is one with actors.ReplyOK.
+func okReply(v any) *actors.Reply {
+	if r, ok := fromEnvelope(v).(*actors.Reply); ok && r.Code == actors.ReplyOK {
 		return r
 	}
 	return nil
 }
 
-// settle is call's answer for anything but a ReplyOK: the sentinel of the
-// reply's code, or ErrUnavailable when no activation answered in time.
+// settle is call's answer for anything but an actors.ReplyOK: the sentinel of the
+// reply's code, or edge.ErrUnavailable when no activation answered in time.
 //
 //go:noinline
-func (g *Gateway) settle(matchID string, res any, err error) (*Reply, error) {
-	var r *Reply
+func (g *Gateway) settle(matchID string, res any, err error) (*actors.Reply, error) {
+	var r *actors.Reply
 	if err == nil {
 		r, err = asReply(res)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: match %s: %w", ErrUnavailable, matchID, err)
+		return nil, fmt.Errorf("%w: match %s: %w", edge.ErrUnavailable, matchID, err)
 	}
 	switch r.Code {
-	case ReplyOK:
+	case actors.ReplyOK:
 		return r, nil
-	case ReplyNotFound:
-		return r, ErrMatchNotFound
-	case ReplyTicketUsed:
-		return r, ErrTicketUsed
-	case ReplyNotAttached:
+	case actors.ReplyNotFound:
+		return r, edge.ErrMatchNotFound
+	case actors.ReplyTicketUsed:
+		return r, edge.ErrTicketUsed
+	case actors.ReplyNotAttached:
 		return r, errNotAttached
-	case ReplyReplaced:
+	case actors.ReplyReplaced:
 		return r, errReplaced
-	case ReplyBadRequest:
-		return r, fmt.Errorf("%w: %s", ErrBadRequest, r.Message)
-	case ReplyUnavailable:
+	case actors.ReplySpectatorsFull:
+		return r, edge.ErrSpectatorsFull
+	case actors.ReplyBadRequest:
+		return r, fmt.Errorf("%w: %s", edge.ErrBadRequest, r.Message)
+	case actors.ReplyUnavailable:
 		// A Requester that does not retry (a test's) hands the moving
 		// activation's answer back; the next call must resolve the match
 		// again instead of reaching it through the cached PID.
@@ -268,7 +239,7 @@ func (g *Gateway) settle(matchID string, res any, err error) (*Reply, error) {
 			g.cfg.Forget(matchID)
 		}
 	}
-	return nil, fmt.Errorf("%w: match %s: grain: %s", ErrUnavailable, matchID, r.Message)
+	return nil, fmt.Errorf("%w: match %s: grain: %s", edge.ErrUnavailable, matchID, r.Message)
 }
 
 // attempt is one request of call. A ctx with a deadline (every edge
@@ -281,7 +252,7 @@ func (g *Gateway) settle(matchID string, res any, err error) (*Reply, error) {
 // RequestTimeout.
 func (g *Gateway) attempt(ctx context.Context, matchID string, msg any) (any, error) {
 	if _, ok := ctx.Deadline(); ok {
-		return g.cfg.Cluster.Request(ctx, matchID, MatchKind, msg)
+		return g.cfg.Cluster.Request(ctx, matchID, actors.MatchKind, msg)
 	}
 	return g.attemptBounded(ctx, matchID, msg)
 }
@@ -294,21 +265,22 @@ func (g *Gateway) attempt(ctx context.Context, matchID string, msg any) (any, er
 func (g *Gateway) attemptBounded(ctx context.Context, matchID string, msg any) (any, error) {
 	rctx, cancel := context.WithTimeout(ctx, g.cfg.RequestTimeout)
 	defer cancel()
-	return g.cfg.Cluster.Request(rctx, matchID, MatchKind, msg)
+	return g.cfg.Cluster.Request(rctx, matchID, actors.MatchKind, msg)
 }
 
 var (
 	errNotAttached = errors.New("seat not attached")
 	errReplaced    = errors.New("seat replaced by another connection")
 	// ErrDetached: the seat lost its attachment for good (replaced, or its
-	// match could not be found again); the connection should close.
-	ErrDetached = errors.New("seat detached")
+	// match could not be found again); the connection should close. It is
+	// an edge.ErrUnavailable: the client reconnects and resumes.
+	ErrDetached = fmt.Errorf("%w: seat detached", edge.ErrUnavailable)
 )
 
 // asReply accepts a reply unwrapped by the Requester or still in its envelope.
-func asReply(v any) (*Reply, error) {
+func asReply(v any) (*actors.Reply, error) {
 	v = fromEnvelope(v)
-	r, ok := v.(*Reply)
+	r, ok := v.(*actors.Reply)
 	if !ok {
 		return nil, fmt.Errorf("unexpected reply %T", v)
 	}
@@ -323,52 +295,28 @@ func fromEnvelope(v any) any {
 	return v
 }
 
-func newMatchID() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("match id: %w", err)
-	}
-	return hex.EncodeToString(b[:]), nil
-}
-
-// SeatRequest asks to attach a connection to a seat.
-type SeatRequest struct {
-	MatchID       string
-	Seat          int
-	TicketID      string
-	TicketExpires time.Time
-	ResumeFromSeq int64
-}
-
-// Sink receives one seat's frames. Deliver must not block; calls never overlap.
-type Sink interface {
-	// Deliver hands over encoded server frames, in order.
-	Deliver(frames [][]byte)
-	// Detach says the seat lost its attachment for good (the connection
-	// should close).
-	Detach(reason DetachReason)
-}
-
 // OpenSeat attaches sink to a seat: the ticket is consumed by the grain
 // (exactly once, durably), and when OpenSeat returns the sink has been given
 // the ServerHello and the snapshot or resume events (docs/protocol.md §4.2).
-func (g *Gateway) OpenSeat(ctx context.Context, req SeatRequest, sink Sink) (*Seat, error) {
-	if req.Seat < 0 || req.Seat > 1 {
-		return nil, fmt.Errorf("%w: seat %d", ErrBadRequest, req.Seat)
+// Seat protocol.SeatSpectator attaches a spectator (docs/protocol.md §14):
+// the same seat, keep-alive and re-attach, with the grain's spectator rules.
+func (g *Gateway) OpenSeat(ctx context.Context, req edge.OpenSeatRequest, sink edge.SeatSink) (edge.Seat, error) {
+	if req.Seat < 0 || req.Seat > protocol.SeatSpectator {
+		return nil, fmt.Errorf("%w: seat %d", edge.ErrBadRequest, req.Seat)
 	}
 	s := &Seat{gw: g, matchID: req.MatchID, seat: req.Seat, sink: sink, initial: make(chan struct{}), ticketExpiresMs: req.TicketExpires.UnixMilli()}
 	s.lastSeq.Store(req.ResumeFromSeq)
 	if err := s.register(g.cfg.System, "seat-"+req.MatchID+"-"+mustRandomSuffix()); err != nil {
 		return nil, err
 	}
-	_, err := g.call(ctx, req.MatchID, &AttachSeat{
+	_, err := g.call(ctx, req.MatchID, &actors.AttachSeat{
 		Seat: req.Seat, TicketID: req.TicketID, TicketExpiresMs: req.TicketExpires.UnixMilli(),
 		ResumeFromSeq: req.ResumeFromSeq, SessionAddr: s.pid.Address, SessionID: s.pid.Id,
 	})
 	if err != nil {
 		s.proc.Stop(s.pid)
 		if errors.Is(err, errReplaced) {
-			// A newer connection of this seat holds it (seats.go onAttach).
+			// A newer connection of this seat holds it (actors/seats.go onAttach).
 			return nil, fmt.Errorf("%w: %w", ErrDetached, err)
 		}
 		return nil, err
@@ -380,7 +328,7 @@ func (g *Gateway) OpenSeat(ctx context.Context, req SeatRequest, sink Sink) (*Se
 	case <-s.initial:
 	case <-ctx.Done():
 		s.Close(false)
-		return nil, fmt.Errorf("%w: no initial frames: %w", ErrUnavailable, ctx.Err())
+		return nil, fmt.Errorf("%w: no initial frames: %w", edge.ErrUnavailable, ctx.Err())
 	}
 	g.addLive(s)
 	return s, nil
@@ -416,7 +364,7 @@ type Seat struct {
 	gw      *Gateway
 	matchID string
 	seat    int
-	sink    Sink
+	sink    edge.SeatSink
 	pid     *actor.PID
 	// proc is what pid resolves to in the process registry (register).
 	proc seatProcess
@@ -440,19 +388,16 @@ type Seat struct {
 // LastSeq is the last event seq delivered to this seat.
 func (s *Seat) LastSeq() int64 { return s.lastSeq.Load() }
 
-// Intent submits an intent; the result and events arrive through the sink.
-func (s *Seat) Intent(ctx context.Context, intentID string, basedOnSeq int64, in protocol.Intent) error {
-	ci := &protocol.ClientIntent{IntentID: intentID, BasedOnSeq: basedOnSeq, Intent: in}
-	frame, err := protocol.EncodeClientFrame(ci)
-	if err != nil {
-		return fmt.Errorf("%w: encode intent: %w", ErrBadRequest, err)
-	}
-	return s.request(ctx, &SubmitIntent{Seat: s.seat, SessionID: s.pid.Id, Frame: frame, Decoded: ci, SeenEpoch: s.epoch.Load()})
+// Intent submits an intent as the edge decoded it; the result and events
+// arrive through the sink. ci reaches a grain on this member as it is, and
+// is encoded only to cross the wire to another (actors.SubmitIntent).
+func (s *Seat) Intent(ctx context.Context, ci *protocol.ClientIntent) error {
+	return s.request(ctx, &actors.SubmitIntent{Seat: s.seat, SessionID: s.pid.Id, Intent: ci, SeenEpoch: s.epoch.Load()})
 }
 
 // Resync asks for events from fromSeq or a snapshot, through the sink.
 func (s *Seat) Resync(ctx context.Context, fromSeq int64, full bool) error {
-	return s.request(ctx, &ResyncSeat{Seat: s.seat, SessionID: s.pid.Id, FromSeq: fromSeq, Full: full, SeenEpoch: s.epoch.Load()})
+	return s.request(ctx, &actors.ResyncSeat{Seat: s.seat, SessionID: s.pid.Id, FromSeq: fromSeq, Full: full, SeenEpoch: s.epoch.Load()})
 }
 
 // maxReattaches bounds the re-attaches of one request: during a rolling
@@ -490,7 +435,7 @@ func (s *Seat) reattachAndRepeat(ctx context.Context, msg any, err error) error 
 			return err
 		}
 		if attempt == maxReattaches {
-			return fmt.Errorf("%w: match %s: %w after %d re-attaches", ErrUnavailable, s.matchID, err, attempt)
+			return fmt.Errorf("%w: match %s: %w after %d re-attaches", edge.ErrUnavailable, s.matchID, err, attempt)
 		}
 		if err := s.reattach(ctx); err != nil {
 			return err
@@ -504,12 +449,12 @@ func (s *Seat) reattach(ctx context.Context) error {
 	if s.detached.Load() {
 		return ErrDetached
 	}
-	_, err := s.gw.call(ctx, s.matchID, &AttachSeat{
+	_, err := s.gw.call(ctx, s.matchID, &actors.AttachSeat{
 		Seat: s.seat, Reattach: true, ResumeFromSeq: s.lastSeq.Load(), TicketExpiresMs: s.ticketExpiresMs,
 		SessionAddr: s.pid.Address, SessionID: s.pid.Id, SeenEpoch: s.epoch.Load(),
 	})
 	if errors.Is(err, errReplaced) {
-		s.detach(DetachReplaced)
+		s.detach(edge.DetachReplaced)
 		return ErrDetached
 	}
 	return err
@@ -521,8 +466,8 @@ func (s *Seat) Close(leave bool) {
 		s.gw.dropLive(s)
 		ctx, cancel := context.WithTimeout(context.Background(), s.gw.cfg.RequestTimeout)
 		defer cancel()
-		if _, err := s.gw.call(ctx, s.matchID, &DetachSeat{Seat: s.seat, SessionID: s.pid.Id, Leave: leave}); err != nil &&
-			!errors.Is(err, ErrMatchNotFound) {
+		if _, err := s.gw.call(ctx, s.matchID, &actors.DetachSeat{Seat: s.seat, SessionID: s.pid.Id, Leave: leave}); err != nil &&
+			!errors.Is(err, edge.ErrMatchNotFound) {
 			s.gw.log.Debug("detach seat", "match", s.matchID, "seat", s.seat, "err", err)
 		}
 		s.proc.Stop(s.pid)
@@ -649,9 +594,9 @@ func (g *Gateway) pingSlot(slot int, due map[string][]*Seat) bool {
 // ping sends one keep-alive for the seats of one match and settles each,
 // within ctx.
 func (g *Gateway) ping(ctx context.Context, matchID string, seats []*Seat) {
-	m := &SeatPing{Seat: seats[0].seat, SessionID: seats[0].pid.Id, SeenEpoch: seats[0].epoch.Load()}
+	m := &actors.SeatPing{Seat: seats[0].seat, SessionID: seats[0].pid.Id, SeenEpoch: seats[0].epoch.Load()}
 	for _, s := range seats[1:] {
-		m.More = append(m.More, PingedSeat{Seat: s.seat, SessionID: s.pid.Id})
+		m.More = append(m.More, actors.PingedSeat{Seat: s.seat, SessionID: s.pid.Id})
 		m.SeenEpoch = max(m.SeenEpoch, s.epoch.Load())
 	}
 	r, err := g.call(ctx, matchID, m)
@@ -683,13 +628,13 @@ func (s *Seat) pinged(err error) {
 		}
 		if time.Since(s.failingSince) > s.gw.cfg.ReattachTimeout {
 			s.gw.log.Warn("seat lost its match", "match", s.matchID, "seat", s.seat, "err", err)
-			s.detach(DetachUnavailable)
+			s.detach(edge.DetachUnavailable)
 			s.gw.dropLive(s)
 		}
 	}
 }
 
-func (s *Seat) detach(reason DetachReason) {
+func (s *Seat) detach(reason edge.DetachReason) {
 	if s.detached.CompareAndSwap(false, true) {
 		s.sink.Detach(reason)
 	}
@@ -737,7 +682,7 @@ func (s *Seat) register(sys *actor.ActorSystem, id string) error {
 }
 
 // SendUserMessage implements actor.Process: it takes a grain's push, in the
-// caller's goroutine. The sink must not block (Sink), so the critical
+// caller's goroutine. The sink must not block (edge.SeatSink), so the critical
 // section is short; nothing in it calls a grain or the cluster.
 func (p *seatProcess) SendUserMessage(_ *actor.PID, message any) {
 	// Remote delivery, and a sender with middleware, wrap the message.
@@ -762,12 +707,25 @@ func (p *seatProcess) SendUserMessage(_ *actor.PID, message any) {
 		return
 	}
 	switch v := m.V.(type) {
-	case *SeatFrames:
+	case *actors.SeatFrames:
 		p.s.onFrames(v)
-	case *SeatDetached:
+	case *actors.SeatDetached:
 		if v.Epoch >= p.s.epoch.Load() {
-			p.s.detach(v.Reason)
+			p.s.detach(edgeReason(v.Reason))
 		}
+	}
+}
+
+// edgeReason is the edge's name for a grain's detach reason; what the edge
+// does not know means the attachment is lost (the client resumes).
+func edgeReason(r actors.DetachReason) edge.DetachReason {
+	switch r {
+	case actors.DetachReplaced:
+		return edge.DetachReplaced
+	case actors.DetachShutdown:
+		return edge.DetachShutdown
+	default:
+		return edge.DetachUnavailable
 	}
 }
 
@@ -798,7 +756,7 @@ func (s *Seat) logger() *slog.Logger {
 
 // onFrames filters one push and hands what is left to the sink; the caller
 // holds proc.mu.
-func (s *Seat) onFrames(f *SeatFrames) {
+func (s *Seat) onFrames(f *actors.SeatFrames) {
 	cur := s.epoch.Load()
 	if f.Epoch < cur {
 		return
@@ -847,14 +805,26 @@ func (s *Seat) initialDone() bool {
 
 // isPushedEvents, isSnapshot and isHello look at the frame's union key: a
 // ServerEvents frame starts with the fixarray(2) byte 0x92 then key 2.
-func isPushedEvents(f OutFrame) bool {
+func isPushedEvents(f actors.OutFrame) bool {
 	return len(f.Data) > 1 && f.Data[1] == byte(protocol.ServerEventsKind)
 }
 
-func isSnapshot(f OutFrame) bool {
+func isSnapshot(f actors.OutFrame) bool {
 	return len(f.Data) > 1 && f.Data[1] == byte(protocol.ServerSnapshotKind)
 }
 
-func isHello(f OutFrame) bool {
+func isHello(f actors.OutFrame) bool {
 	return len(f.Data) > 1 && f.Data[1] == byte(protocol.ServerHelloKind)
+}
+
+// Status returns the status of matchID (activating its grain).
+func (g *Gateway) Status(ctx context.Context, matchID string) (*actors.MatchStatus, error) {
+	r, err := g.call(ctx, matchID, &actors.Inspect{})
+	if err != nil {
+		return nil, err
+	}
+	if r.Status == nil {
+		return nil, fmt.Errorf("match %s: status missing from the grain's answer", matchID)
+	}
+	return r.Status, nil
 }

@@ -1,7 +1,8 @@
-package actors
+package grains
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -10,6 +11,10 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/matchgrain/matchgrain/persistence"
+	"github.com/matchgrain/matchgrain/persistence/pgtest"
+
+	"github.com/matchgrain/matchgrain/actors"
+	"github.com/matchgrain/matchgrain/edge"
 )
 
 // unreachableGrains is a cluster in which no grain ever answers (its owner
@@ -36,19 +41,22 @@ func (u *unreachableGrains) Request(ctx context.Context, _, _ string, _ any) (an
 // loaded machine, a wake that waited the whole API bound made the caller
 // time out on a match that existed.
 func TestCreateAnswersWhileTheGrainIsUnreachable(t *testing.T) {
-	for _, sk := range storeKinds {
+	for _, sk := range []struct {
+		name string
+		open func(t *testing.T) persistence.Store
+	}{{"embedded", embeddedStore}, {"postgres", func(t *testing.T) persistence.Store { return pgtest.NewStore(t) }}} {
 		t.Run(sk.name, func(t *testing.T) {
 			store := sk.open(t)
 			grains := &unreachableGrains{}
 			sys := actor.NewActorSystem()
 			t.Cleanup(sys.Shutdown)
 			gw := testGateway(sys, grains)
-			gw.cfg.Store, gw.cfg.Rules, gw.cfg.RequestTimeout = store, ToyRules{}, 5*time.Second
+			gw.cfg.Store, gw.cfg.Rules, gw.cfg.RequestTimeout = store, actors.ToyRules{}, 5*time.Second
 
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			callerDeadline, _ := ctx.Deadline()
-			id, err := gw.Create(ctx, MatchSpec{Names: [2]string{"a", "b"}, Decks: [2]string{"S1", "S2"}})
+			id, err := gw.CreateMatch(ctx, edge.MatchSpec{Names: [2]string{"a", "b"}, Decks: [2]string{"S1", "S2"}})
 			if err != nil {
 				t.Fatalf("Create: %v", err)
 			}
@@ -73,6 +81,53 @@ func TestCreateAnswersWhileTheGrainIsUnreachable(t *testing.T) {
 			}
 			if !slices.ContainsFunc(matches, func(m persistence.MatchInfo) bool { return m.MatchID == id }) {
 				t.Fatalf("created match %s is not in the store: %+v", id, matches)
+			}
+		})
+	}
+}
+
+// embeddedStore is an embedded store in the test's directory, closed when
+// the test ends.
+func embeddedStore(t *testing.T) persistence.Store {
+	s, err := persistence.OpenEmbedded(t.TempDir())
+	if err != nil {
+		t.Fatalf("open embedded store: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
+	})
+	return s
+}
+
+type okRequester struct{}
+
+func (okRequester) Request(ctx context.Context, _, _ string, _ any) (any, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		return nil, errors.New("request without a deadline")
+	}
+	return &actors.Reply{Code: actors.ReplyOK}, nil
+}
+
+// BenchmarkGatewayCall measures Gateway.call's own cost around a request
+// that answers at once: with the caller's deadline, shorter or longer than
+// RequestTimeout (the edge's default is 10 s, the gateway's 5 s), no second
+// context and timer is made.
+func BenchmarkGatewayCall(b *testing.B) {
+	g := &Gateway{cfg: GatewayConfig{Cluster: okRequester{}, RequestTimeout: 5 * time.Second}}
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+	}{{"edge-deadline", 5 * time.Second}, {"longer-deadline", time.Minute}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
+				if _, err := g.call(ctx, "m", &actors.Wake{}); err != nil {
+					b.Fatal(err)
+				}
+				cancel()
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package actors
+package grains
 
 import (
 	"context"
@@ -17,6 +17,9 @@ import (
 
 	"github.com/matchgrain/matchgrain/cluster/envelope"
 	"github.com/matchgrain/matchgrain/protocol"
+
+	"github.com/matchgrain/matchgrain/actors"
+	"github.com/matchgrain/matchgrain/edge"
 )
 
 // overlapSink records what it is given and counts Deliver calls that ran
@@ -26,7 +29,7 @@ type overlapSink struct {
 	overlaps atomic.Int32
 	mu       sync.Mutex
 	frames   [][]byte
-	detached []DetachReason
+	detached []edge.DetachReason
 }
 
 func (k *overlapSink) Deliver(frames [][]byte) {
@@ -40,7 +43,7 @@ func (k *overlapSink) Deliver(frames [][]byte) {
 	k.inFlight.Add(-1)
 }
 
-func (k *overlapSink) Detach(r DetachReason) {
+func (k *overlapSink) Detach(r edge.DetachReason) {
 	k.mu.Lock()
 	k.detached = append(k.detached, r)
 	k.mu.Unlock()
@@ -56,21 +59,21 @@ func (k *overlapSink) count() int {
 // go to cluster.
 func testGateway(sys *actor.ActorSystem, cluster Requester) *Gateway {
 	return newGateway(GatewayConfig{
-		System: sys, Cluster: cluster, RequestTimeout: time.Second, Timing: DefaultTiming(),
+		System: sys, Cluster: cluster, RequestTimeout: time.Second, Timing: actors.DefaultTiming(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 }
 
 // numberedFrame is a frame without seq that names its sender and number.
-func numberedFrame(sender, n int) OutFrame {
+func numberedFrame(sender, n int) actors.OutFrame {
 	d := []byte{0x92, byte(protocol.ServerClockKind), byte(sender), 0, 0, 0, 0}
 	binary.BigEndian.PutUint32(d[3:], uint32(n))
-	return OutFrame{Data: d}
+	return actors.OutFrame{Data: d}
 }
 
 // registeredSeat is a seat of match "m" registered in a fresh actor system,
 // unregistered when the test ends.
-func registeredSeat(t *testing.T, sink Sink) (*actor.ActorSystem, *Seat) {
+func registeredSeat(t *testing.T, sink edge.SeatSink) (*actor.ActorSystem, *Seat) {
 	t.Helper()
 	sys := quietSystem()
 	t.Cleanup(sys.Shutdown)
@@ -98,7 +101,7 @@ func TestSeatProcessSerializesSenders(t *testing.T) {
 			// Each sender resolves its own PID value, as a grain does.
 			pid := actor.NewPID(s.pid.Address, s.pid.Id)
 			for n := range pushes {
-				var m any = envelope.Wrap(&SeatFrames{Epoch: 1, Frames: []OutFrame{numberedFrame(i, n)}})
+				var m any = envelope.Wrap(&actors.SeatFrames{Epoch: 1, Frames: []actors.OutFrame{numberedFrame(i, n)}})
 				if i%2 == 1 {
 					m = &actor.MessageEnvelope{Message: m} // as remote delivery with a sender does
 				}
@@ -108,7 +111,7 @@ func TestSeatProcessSerializesSenders(t *testing.T) {
 	}
 	// Nothing else means anything to a seat, and nothing else stops it.
 	sys.Root.Send(s.pid, "not a push")
-	sys.Root.Send(s.pid, envelope.Wrap(&Reply{}))
+	sys.Root.Send(s.pid, envelope.Wrap(&actors.Reply{}))
 	sys.Root.Poison(s.pid)
 	s.proc.SendSystemMessage(s.pid, &actor.Watch{Watcher: actor.NewPID("elsewhere", "w")})
 	wg.Wait()
@@ -129,12 +132,12 @@ func TestSeatProcessSerializesSenders(t *testing.T) {
 	}
 
 	// A detach of an older activation is ignored, one of the current epoch is not.
-	sys.Root.Send(s.pid, envelope.Wrap(&SeatDetached{Epoch: 0, Reason: DetachReplaced}))
+	sys.Root.Send(s.pid, envelope.Wrap(&actors.SeatDetached{Epoch: 0, Reason: actors.DetachReplaced}))
 	if len(sink.detached) != 0 {
-		t.Fatalf("a stale activation's SeatDetached detached the seat: %v", sink.detached)
+		t.Fatalf("a stale activation's actors.SeatDetached detached the seat: %v", sink.detached)
 	}
-	sys.Root.Send(s.pid, envelope.Wrap(&SeatDetached{Epoch: 1, Reason: DetachReplaced}))
-	if len(sink.detached) != 1 || sink.detached[0] != DetachReplaced {
+	sys.Root.Send(s.pid, envelope.Wrap(&actors.SeatDetached{Epoch: 1, Reason: actors.DetachReplaced}))
+	if len(sink.detached) != 1 || sink.detached[0] != edge.DetachReplaced {
 		t.Fatalf("detached %v, want [Replaced]", sink.detached)
 	}
 }
@@ -157,7 +160,7 @@ func TestSeatCloseUnregisters(t *testing.T) {
 	}
 	held := actor.NewPID(s.pid.Address, s.pid.Id)
 	push := func(pid *actor.PID) {
-		sys.Root.Send(pid, envelope.Wrap(&SeatFrames{Epoch: 1, Initial: true, Frames: []OutFrame{numberedFrame(0, 0)}}))
+		sys.Root.Send(pid, envelope.Wrap(&actors.SeatFrames{Epoch: 1, Initial: true, Frames: []actors.OutFrame{numberedFrame(0, 0)}}))
 	}
 	push(held) // resolves, and caches, the process in held
 	if sink.count() != 1 || !s.initialDone() {
@@ -173,13 +176,13 @@ func TestSeatCloseUnregisters(t *testing.T) {
 	}
 	push(held)
 	push(actor.NewPID(s.pid.Address, s.pid.Id))
-	s.proc.SendUserMessage(s.pid, envelope.Wrap(&SeatDetached{Epoch: 1, Reason: DetachReplaced}))
+	s.proc.SendUserMessage(s.pid, envelope.Wrap(&actors.SeatDetached{Epoch: 1, Reason: actors.DetachReplaced}))
 	sys.Root.Stop(held) // a second stop, through the stopped process
 	if n := sink.count(); n != 1 {
 		t.Errorf("sink got %d frames after Close", n-1)
 	}
 	if len(sink.detached) != 0 {
-		t.Errorf("a SeatDetached after Close reached the sink: %v", sink.detached)
+		t.Errorf("a actors.SeatDetached after Close reached the sink: %v", sink.detached)
 	}
 }
 
@@ -203,10 +206,10 @@ func TestSeatRegisterClash(t *testing.T) {
 
 // attachOnly answers every grain call with code, and AttachSeat too, but
 // pushes no frames.
-type attachOnly struct{ code ReplyCode }
+type attachOnly struct{ code actors.ReplyCode }
 
 func (r attachOnly) Request(context.Context, string, string, any) (any, error) {
-	return &Reply{Code: r.code}, nil
+	return &actors.Reply{Code: r.code}, nil
 }
 
 // seatIDs lists the registered ids of match m's seats.
@@ -230,17 +233,17 @@ func TestOpenSeatFailureUnregisters(t *testing.T) {
 	t.Cleanup(sys.Shutdown)
 	for _, tc := range []struct {
 		name string
-		code ReplyCode
+		code actors.ReplyCode
 		want error
 	}{
-		{"refused", ReplyNotFound, ErrMatchNotFound},
-		{"no initial frames", ReplyOK, ErrUnavailable},
+		{"refused", actors.ReplyNotFound, edge.ErrMatchNotFound},
+		{"no initial frames", actors.ReplyOK, edge.ErrUnavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := testGateway(sys, attachOnly{tc.code})
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			defer cancel()
-			_, err := g.OpenSeat(ctx, SeatRequest{MatchID: "m", Seat: 0, TicketID: "t"}, &overlapSink{})
+			_, err := g.OpenSeat(ctx, edge.OpenSeatRequest{MatchID: "m", Seat: 0, TicketID: "t"}, &overlapSink{})
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("OpenSeat: %v, want %v", err, tc.want)
 			}
@@ -272,7 +275,7 @@ func TestSeatProcessContainsSinkPanic(t *testing.T) {
 	sink := &panicSink{}
 	sys, s := registeredSeat(t, sink)
 	for n := range 2 {
-		sys.Root.Send(s.pid, envelope.Wrap(&SeatFrames{Epoch: 1, Frames: []OutFrame{numberedFrame(0, n)}}))
+		sys.Root.Send(s.pid, envelope.Wrap(&actors.SeatFrames{Epoch: 1, Frames: []actors.OutFrame{numberedFrame(0, n)}}))
 	}
 	if !sink.panicked || sink.count() != 1 {
 		t.Fatalf("panicked %v, then %d frames, want 1", sink.panicked, sink.count())

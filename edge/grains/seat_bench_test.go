@@ -1,22 +1,27 @@
-package actors
+package grains
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/matchgrain/matchgrain/cluster/envelope"
 	"github.com/matchgrain/matchgrain/protocol"
+
+	"github.com/matchgrain/matchgrain/actors"
+	"github.com/matchgrain/matchgrain/edge"
 )
 
 // signalSink tells on got that a Deliver happened; it keeps nothing.
 type signalSink struct{ got chan struct{} }
 
-func (k signalSink) Deliver([][]byte)    { k.got <- struct{}{} }
-func (k signalSink) Detach(DetachReason) {}
+func (k signalSink) Deliver([][]byte)         { k.got <- struct{}{} }
+func (k signalSink) Detach(edge.DetachReason) {}
 
 // quietSystem is a local actor system that logs nothing (its start-up line
 // would land between benchmark results).
@@ -28,7 +33,7 @@ func quietSystem() *actor.ActorSystem {
 
 // benchSeat gives a seat that only receives (no gateway, no grain), the PID
 // a grain would push to, and how to end it.
-func benchSeat(tb testing.TB, sys *actor.ActorSystem, sink Sink) (*actor.PID, func()) {
+func benchSeat(tb testing.TB, sys *actor.ActorSystem, sink edge.SeatSink) (*actor.PID, func()) {
 	s := &Seat{matchID: "bench", sink: sink, initial: make(chan struct{})}
 	if err := s.register(sys, "seat-bench-"+mustRandomSuffix()); err != nil {
 		tb.Fatal(err)
@@ -45,10 +50,10 @@ func BenchmarkSeatDeliver(b *testing.B) {
 	sink := signalSink{got: make(chan struct{}, 1)}
 	pid, stop := benchSeat(b, sys, sink)
 	b.Cleanup(stop)
-	frame := OutFrame{Data: []byte{0x92, byte(protocol.ServerClockKind), 0x80}}
+	frame := actors.OutFrame{Data: []byte{0x92, byte(protocol.ServerClockKind), 0x80}}
 	b.ReportAllocs()
 	for b.Loop() {
-		sys.Root.Send(pid, envelope.Wrap(&SeatFrames{Epoch: 1, Frames: []OutFrame{frame}}))
+		sys.Root.Send(pid, envelope.Wrap(&actors.SeatFrames{Epoch: 1, Frames: []actors.OutFrame{frame}}))
 		<-sink.got
 	}
 }
@@ -82,4 +87,27 @@ func BenchmarkSeatLiveHeap(b *testing.B) {
 		clear(stops)
 	}
 	b.ReportMetric(perSeat, "B/seat")
+}
+
+// BenchmarkSeatIntent measures what a seat spends to hand one decoded intent
+// to its grain's requester (one that answers at once): the path of every
+// intent between the edge's session and the cluster.
+func BenchmarkSeatIntent(b *testing.B) {
+	sys := quietSystem()
+	b.Cleanup(sys.Shutdown)
+	s := &Seat{gw: testGateway(sys, okRequester{}), matchID: "bench", sink: signalSink{}, initial: make(chan struct{})}
+	if err := s.register(sys, "seat-bench-"+mustRandomSuffix()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.proc.Stop(s.pid) })
+	ci := &protocol.ClientIntent{IntentID: "0f8e2a4c-5b1d-4e7a-9c3f-2d6b8a1e0c57", BasedOnSeq: 41,
+		Intent: protocol.Call{PrintingID: "E-01", Slot: 3}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.Intent(ctx, ci); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
