@@ -269,7 +269,9 @@ func (n *Node) remoteConfig() (*remote.Config, error) {
 // synchronously under the member list lock, so this stays short.
 func (n *Node) onEvent(evt any) {
 	if e, ok := evt.(*remote.EndpointTerminatedEvent); ok {
-		n.hints.closed(e.Address)
+		if !n.cfg.FailureDetection.IgnoreClosedConnections {
+			n.hints.closed(e.Address)
+		}
 		return
 	}
 	t, ok := evt.(*pcluster.ClusterTopology)

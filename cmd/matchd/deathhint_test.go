@@ -64,3 +64,32 @@ func TestChaosClosedConnectionsConfirmDeath(t *testing.T) {
 	clustertest.Eventually(t, earliestByProbes/2, 10*time.Millisecond, all(2, a, b))
 	t.Logf("killed member out of both survivors' topology after %v (probes alone: ≥ %v)", time.Since(killed).Round(time.Millisecond), earliestByProbes)
 }
+
+// TestChaosClosedConnectionHintOff: with --closed-connection-hint=false a
+// killed member is left to the probes, which need at least 8 s here: the
+// survivor still counts it after 4 s (the flag turns the hint off, and the
+// test above is the hint's doing, not the probes').
+func TestChaosClosedConnectionHintOff(t *testing.T) {
+	const probe = 2 * time.Second
+	common := []string{
+		"--database-url", pgtest.URL(t), "--database-schema", pgtest.NewSchema(t),
+		"--cluster-name", "nohint-" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		"--probe-interval", probe.String(), "--log-level", "info", "--closed-connection-hint=false",
+	}
+	a := startProc(t, "a", common...)
+	b := startProc(t, "b", append(common, "--join", a.gossip)...)
+	clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
+		if n := a.topologyMembers(); n != 2 {
+			return fmt.Errorf("a sees %d members, want 2", n)
+		}
+		return nil
+	})
+	killed := time.Now()
+	b.kill()
+	for time.Since(killed) < 2*probe {
+		if n := a.topologyMembers(); n != 2 {
+			t.Fatalf("a sees %d members %v after the kill: without the hint only the probes may decide, and they need ≥ %v", n, time.Since(killed).Round(time.Millisecond), 4*probe)
+		}
+		time.Sleep(50 * time.Millisecond) // sampling a condition that must keep holding
+	}
+}
