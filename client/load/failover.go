@@ -254,13 +254,10 @@ func RunFailover(ctx context.Context, c FailoverConfig) (*FailoverReport, error)
 					sl.mu.Unlock()
 				}
 				o.Stats = &bots.Stats{Observe: func(ob bots.Observation) { sl.observe(ob, killAt.Load()) }}
-				select {
-				case starting <- struct{}{}:
-				case <-runCtx.Done():
+				release, ok := startSlot(runCtx, starting)
+				if !ok {
 					return
 				}
-				var once sync.Once
-				release := func() { once.Do(func() { <-starting }) }
 				o.Connected = func() {
 					release()
 					count()

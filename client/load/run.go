@@ -205,13 +205,10 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 			}
 			o := opts
 			o.BotSeed = c.BotSeed + uint64(i)*2654435761
-			select {
-			case starting <- struct{}{}:
-			case <-runCtx.Done():
+			release, ok := startSlot(runCtx, starting)
+			if !ok {
 				return
 			}
-			var once sync.Once
-			release := func() { once.Do(func() { <-starting }) }
 			o.Connected = release
 			started.Add(1)
 			running.Add(1)
@@ -361,4 +358,17 @@ loop:
 		return rep, fmt.Errorf("%d matches failed: %w", len(failures), errors.Join(failures...))
 	}
 	return rep, nil
+}
+
+// startSlot takes one of the StartAtOnce slots of starting for a match
+// being created and connected, or fails when ctx ends; release gives it
+// back, once however often it is called.
+func startSlot(ctx context.Context, starting chan struct{}) (release func(), ok bool) {
+	select {
+	case starting <- struct{}{}:
+	case <-ctx.Done():
+		return nil, false
+	}
+	var once sync.Once
+	return func() { once.Do(func() { <-starting }) }, true
 }
