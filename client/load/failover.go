@@ -138,6 +138,9 @@ type FailoverReport struct {
 		P99 float64 `json:"p99"`
 		Max float64 `json:"max"`
 	} `json:"failoverMs"`
+	// Slowest are the affected matches that took longest (at most 5, the
+	// never answered first): where to start reading the members' logs.
+	Slowest []SlowMatch `json:"slowest,omitempty"`
 	// ClaimsPerSecond is Answered over the time from the kill to the last
 	// of them: how fast the survivors brought the herd back.
 	ClaimsPerSecond float64 `json:"claimsPerSecond"`
@@ -162,6 +165,9 @@ func (r *FailoverReport) WriteText(out io.Writer) {
 		}
 		fmt.Fprintln(out)
 	}
+	for _, m := range r.Slowest {
+		fmt.Fprintf(out, "slow: match %s, sessions on member %d: %.0f ms (0: never)\n", m.MatchID, m.Member, m.Ms)
+	}
 	if r.FirstError != "" {
 		fmt.Fprintf(out, "errors: %d; first: %s\n", r.Errors, r.FirstError)
 	}
@@ -172,6 +178,15 @@ func (r *FailoverReport) WriteText(out io.Writer) {
 func (r *FailoverReport) Line() string {
 	return fmt.Sprintf("failover: affected=%d p50=%.0fms p99=%.0fms max=%.0fms never=%d lost=%d",
 		r.Affected, r.FailoverMs.P50, r.FailoverMs.P99, r.FailoverMs.Max, r.Never, r.Lost)
+}
+
+// SlowMatch is one of FailoverReport.Slowest.
+type SlowMatch struct {
+	MatchID string `json:"matchId"`
+	// Ms from the kill to its first accepted intent; 0: never.
+	Ms float64 `json:"ms"`
+	// Member is the index of the member its sessions first connected to.
+	Member int `json:"member"`
 }
 
 // acked is an intent whose accepted result a match's bot read.
@@ -377,6 +392,7 @@ wait:
 	if last > 0 {
 		rep.ClaimsPerSecond = float64(rep.Answered) / last.Seconds()
 	}
+	rep.Slowest = slowest(affected, 5)
 
 	// The bots leave; then every affected match's last acknowledged
 	// intent is re-sent on a fresh connection to a survivor.
@@ -393,6 +409,28 @@ wait:
 		return rep, fmt.Errorf("%d matches failed: %w", len(failures), errors.Join(failures...))
 	}
 	return rep, nil
+}
+
+// slowest returns the n affected matches that answered last, the ones
+// that never did first.
+func slowest(affected []*failoverSlot, n int) []SlowMatch {
+	var all []SlowMatch
+	for _, sl := range affected {
+		sl.mu.Lock()
+		all = append(all, SlowMatch{MatchID: sl.matchID, Ms: ms(sl.answered), Member: sl.member})
+		sl.mu.Unlock()
+	}
+	slices.SortFunc(all, func(a, b SlowMatch) int {
+		switch {
+		case a.Ms == b.Ms:
+			return 0
+		case a.Ms == 0 || (b.Ms != 0 && a.Ms > b.Ms):
+			return -1
+		default:
+			return 1
+		}
+	})
+	return all[:min(n, len(all))]
 }
 
 // observe records an intent result of the slot's current match.
