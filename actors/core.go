@@ -103,6 +103,9 @@ type Core struct {
 	checkpointDue bool
 	clock         decisionClock
 	absent        absence
+	// names are the names guests chose for their seats (NameSeat), durable
+	// via the log; "" leaves meta's.
+	names [2]string
 	// journal holds accepted intents by seat and id (durable via the log).
 	journal intentJournal
 	// rejected remembers rejections so a re-sent id answers the same way;
@@ -117,7 +120,14 @@ type Core struct {
 
 	refusal string // why the activation was refused (stateRefused)
 
-	seats         [2]*attachment
+	seats [2]*attachment
+	// spectators are the attached spectators' connections by session id
+	// (spectators.go); nil until the first one.
+	spectators map[string]*attachment
+	// specShown and specPending are the delayed spectators' horizon and
+	// the batches after it (spectators.go).
+	specShown     int64
+	specPending   []specBatch
 	lastClockSent int64
 	// botStuckAt is the log position at which a bot seat failed to act
 	// (memory only: a new activation tries again once).
@@ -282,13 +292,14 @@ func (g *Core) claimed(rec persistence.Recovery, err error, started time.Time) {
 		g.halt(HaltClaimFailed)
 		return
 	}
+	claimed := time.Now()
 	rebuild, err := g.recoverSnapshot(rec)
 	if err != nil {
 		g.recoveryFailed(rec.Epoch, err)
 		return
 	}
 	if !rebuild {
-		g.recovered(rec, started)
+		g.recovered(rec, started, claimed)
 		return
 	}
 	// A running match resumed from a snapshot: its seats may resume from
@@ -296,7 +307,7 @@ func (g *Core) claimed(rec persistence.Recovery, err error, started time.Time) {
 	snapLogSeq, snapEventSeq := rec.Snapshot.Seq, g.engine.LastSeq()
 	g.readLog(snapLogSeq, snapEventSeq, func(evs []protocol.EventEnvelope, err error) {
 		g.rebuildJournal(snapLogSeq, snapEventSeq, evs, err)
-		g.recovered(rec, started)
+		g.recovered(rec, started, claimed)
 	})
 }
 
@@ -316,7 +327,7 @@ func (g *Core) recoveryFailed(epoch int64, err error) {
 }
 
 // recovered replays the claimed log tail and starts serving.
-func (g *Core) recovered(rec persistence.Recovery, started time.Time) {
+func (g *Core) recovered(rec persistence.Recovery, started, claimed time.Time) {
 	if err := g.recoverTail(rec); err != nil {
 		g.recoveryFailed(rec.Epoch, err)
 		return
@@ -338,8 +349,10 @@ func (g *Core) recovered(rec persistence.Recovery, started time.Time) {
 			g.absent.Since[s] = now
 		}
 	}
+	// The claim's and the rebuild's times say where a failover's herd
+	// spends the store's and the member's time (docs/performance.md).
 	g.log.Info("match activated", "epoch", g.epoch, "log_seq", g.logSeq, "event_seq", g.engine.LastSeq(),
-		"finished", g.engine.IsFinished())
+		"finished", g.engine.IsFinished(), "claim_ms", ms(claimed.Sub(started)), "rebuild_ms", ms(time.Since(claimed)))
 	if g.engine.IsFinished() {
 		// A match whose last entry ended it but whose finished mark never
 		// landed (its activation died in between, or the mark failed) is
@@ -348,10 +361,12 @@ func (g *Core) recovered(rec persistence.Recovery, started time.Time) {
 		g.checkpointDue = !rec.Finished
 		g.rd.IdleStop = true
 	}
-	if mutate.Planted == mutate.DropReactivationTimer {
-		return
-	}
-	g.onTick() // overdue deadlines fire at once
+	g.startSpectatorHorizon(now, func() {
+		if mutate.Planted == mutate.DropReactivationTimer || g.state != stateRunning {
+			return
+		}
+		g.onTick() // overdue deadlines fire at once
+	})
 }
 
 // recover rebuilds the state of rec without the store: ReplayMatch's
@@ -387,7 +402,7 @@ func (g *Core) recoverSnapshot(rec persistence.Recovery) (rebuild bool, err erro
 		if err != nil {
 			return false, fmt.Errorf("restore engine at log seq %d: %w", rec.Snapshot.Seq, err)
 		}
-		g.engine, g.clock, g.absent, g.logSeq, g.journal = eng, ss.Clock, ss.Absent, rec.Snapshot.Seq, journal
+		g.engine, g.clock, g.absent, g.names, g.logSeq, g.journal = eng, ss.Clock, ss.Absent, ss.Names, rec.Snapshot.Seq, journal
 		g.recent.reset(eng.LastSeq() + 1)
 		// A finished match is woken more often (to mark it finished, by a
 		// stray hello) than resumed from before its snapshot: such a resume
@@ -401,7 +416,7 @@ func (g *Core) recoverSnapshot(rec persistence.Recovery) (rebuild bool, err erro
 	g.engine = eng
 	g.recent.reset(1)
 	g.keepEvents(evs)
-	g.clock = newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.deps.Timing)
+	g.clock = newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.meta.Guests, g.deps.Timing)
 	g.absent = absence{Since: [2]int64{g.meta.CreatedAt, g.meta.CreatedAt}}
 	for s := range 2 {
 		if g.isBot(s) {
@@ -501,9 +516,16 @@ func (g *Core) apply(e logEntry) ([]protocol.EventEnvelope, error) {
 		}
 		if e.Present {
 			g.absent.Since[e.Seat] = 0
+			g.clock.joined(e.Seat, e.At)
 		} else {
 			g.absent.Since[e.Seat] = e.At
 		}
+		return nil, nil
+	case entryName:
+		if e.Seat < 0 || e.Seat > 1 || e.Name == "" {
+			return nil, fmt.Errorf("name %q for seat %d", e.Name, e.Seat)
+		}
+		g.names[e.Seat] = e.Name
 		return nil, nil
 	}
 	return nil, fmt.Errorf("unknown log entry kind %d", e.Kind)
@@ -627,7 +649,7 @@ func (g *Core) snapshot(k func()) {
 		k()
 		return
 	}
-	ss := newSnapshot(state, g.clock, g.absent, g.journal)
+	ss := newSnapshot(state, g.clock, g.absent, g.names, g.journal)
 	data, err := encodeInternal(ss)
 	if err != nil {
 		g.log.Error("encode snapshot", "err", err)
@@ -665,6 +687,7 @@ func (g *Core) halt(reason HaltReason) {
 		g.log.Info("activation halted", "halt_reason", reason.String(), "epoch", g.epoch, "log_seq", g.logSeq)
 	}
 	g.state = stateStopped
+	g.spectators = nil
 	for s, a := range g.seats {
 		if a != nil {
 			// No SeatDetached: the edge seat's keep-alive finds the new
@@ -726,6 +749,8 @@ func (g *Core) onMessage(msg any) {
 		g.onDetach(v)
 	case *SeatPing:
 		g.onSeatPing(v)
+	case *NameSeat:
+		g.onNameSeat(v)
 	case *envelope.Unknown:
 		g.log.Warn("ignoring unknown message type", "type", v.Type)
 		g.respond(&Reply{Code: ReplyBadRequest, Message: "unknown message"})
@@ -733,6 +758,14 @@ func (g *Core) onMessage(msg any) {
 		g.log.Warn("ignoring unexpected message", "type", fmt.Sprintf("%T", v))
 		g.respond(&Reply{Code: ReplyBadRequest, Message: "unexpected message"})
 	}
+}
+
+// name is the display name of seat: the one its guest chose, or meta's.
+func (g *Core) name(seat int) string {
+	if n := g.names[seat]; n != "" {
+		return n
+	}
+	return g.meta.Names[seat]
 }
 
 // seenEpoch is the newest activation epoch the sender of m has seen (0 if
@@ -751,12 +784,16 @@ func seenEpoch(m any) int64 {
 	return 0
 }
 
-// attached returns the attachment of seat if sessionID holds it.
+// attached returns the attachment of seat (or of the spectator, seat
+// protocol.SeatSpectator) if sessionID holds it.
 func (g *Core) attached(seat int, sessionID string) *attachment {
-	if seat < 0 || seat > 1 {
-		return nil
+	var a *attachment
+	switch {
+	case spectating(seat):
+		a = g.spectators[sessionID]
+	case seat == 0 || seat == 1:
+		a = g.seats[seat]
 	}
-	a := g.seats[seat]
 	if a == nil || a.sessionID != sessionID {
 		return nil
 	}
@@ -808,7 +845,7 @@ func (g *Core) replayEntries(head []persistence.LogEntry, toLogSeq, wantEventSeq
 	}
 	scratch := &Core{deps: g.deps, id: g.id, log: g.log, meta: g.meta, engine: eng,
 		journal: intentJournal{},
-		clock:   newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.deps.Timing)}
+		clock:   newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.meta.Guests, g.deps.Timing)}
 	for i, le := range head {
 		if le.Seq != int64(i)+1 {
 			return nil, fmt.Errorf("log gap: entry %d, want %d", le.Seq, i+1)
@@ -829,3 +866,6 @@ func (g *Core) replayEntries(head []persistence.LogEntry, toLogSeq, wantEventSeq
 	}
 	return evs, nil
 }
+
+// ms is d in milliseconds with microseconds kept, for logs.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

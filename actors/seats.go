@@ -16,7 +16,36 @@ import (
 // grain treats the seat's transport as gone (its edge died or lost the link).
 const keepAliveMisses = 3
 
+// consumeTicket records a first attach's ticket as used (a re-attach has
+// none); k goes on with the attach, and is not called when the attach was
+// answered. The seat's PID is the ticket's consumer: the same connection's
+// attach, retried because its answer was lost while the match moved, finds
+// its own record and goes on; any other use is refused.
+func (g *Core) consumeTicket(m *AttachSeat, k func()) {
+	if m.Reattach {
+		k()
+		return
+	}
+	g.store(StoreCall{Op: StoreConsumeTicket, TicketID: m.TicketID, TicketExpires: time.UnixMilli(m.TicketExpiresMs),
+		Owner: m.SessionAddr + "/" + m.SessionID}, func(res StoreResult) {
+		if errors.Is(res.Err, persistence.ErrTicketUsed) {
+			g.respond(&Reply{Code: ReplyTicketUsed, Message: "ticket already used"})
+			return
+		}
+		if res.Err != nil {
+			g.log.Error("consume ticket", "seat", m.Seat, "err", res.Err)
+			g.respond(&Reply{Code: ReplyUnavailable, Message: "store unavailable"})
+			return
+		}
+		k()
+	})
+}
+
 func (g *Core) onAttach(m *AttachSeat) {
+	if spectating(m.Seat) {
+		g.onAttachSpectator(m)
+		return
+	}
 	if m.Seat < 0 || m.Seat > 1 || m.SessionID == "" || m.SessionAddr == "" {
 		g.respond(&Reply{Code: ReplyBadRequest, Message: "bad seat"})
 		return
@@ -34,26 +63,7 @@ func (g *Core) onAttach(m *AttachSeat) {
 		g.respond(&Reply{Code: ReplyReplaced, Message: "seat taken by a newer connection"})
 		return
 	}
-	if m.Reattach {
-		g.attachSeat(m)
-		return
-	}
-	// The seat's PID is the ticket's consumer: the same connection's
-	// attach, retried because its answer was lost while the match moved,
-	// finds its own record and goes on; any other use is refused.
-	g.store(StoreCall{Op: StoreConsumeTicket, TicketID: m.TicketID, TicketExpires: time.UnixMilli(m.TicketExpiresMs),
-		Owner: m.SessionAddr + "/" + m.SessionID}, func(res StoreResult) {
-		if errors.Is(res.Err, persistence.ErrTicketUsed) {
-			g.respond(&Reply{Code: ReplyTicketUsed, Message: "ticket already used"})
-			return
-		}
-		if res.Err != nil {
-			g.log.Error("consume ticket", "seat", m.Seat, "err", res.Err)
-			g.respond(&Reply{Code: ReplyUnavailable, Message: "store unavailable"})
-			return
-		}
-		g.attachSeat(m)
-	})
+	g.consumeTicket(m, func() { g.attachSeat(m) })
 }
 
 // attachSeat goes on with an attach once its ticket is consumed (a first
@@ -74,41 +84,62 @@ func (g *Core) attachSeat(m *AttachSeat) {
 	}
 	g.seats[m.Seat] = &attachment{pid: pid, sessionID: m.SessionID, lastSeen: g.now(), ticketExpiresMs: m.TicketExpiresMs}
 	if g.absent.Since[m.Seat] != 0 && !g.engine.IsFinished() {
+		held := g.clock.held()
 		g.commit(logEntry{Kind: entryPresence, At: g.now(), Seat: m.Seat, Present: true}, func(_ []protocol.EventEnvelope, ok bool) {
-			if ok {
-				g.greet(m, pid)
+			if !ok {
+				return
 			}
+			if held && !g.clock.held() {
+				// The guest came: the other seat's clock runs from now, and
+				// it should not learn so only at the next periodic
+				// ServerClock.
+				if other := g.seats[1-m.Seat]; other != nil {
+					g.send(other.pid, &SeatFrames{Epoch: g.epoch, Frames: []OutFrame{g.clockFrame()}})
+				}
+			}
+			g.greet(m, pid)
 		})
 		return
 	}
 	g.greet(m, pid)
 }
 
-// greet sends a seat that just attached where the match stands: the events
-// it missed, or else a snapshot.
+// greet sends a seat that just attached where the match stands and
+// answers the attach.
 func (g *Core) greet(m *AttachSeat, pid *actor.PID) {
 	g.absent.Since[m.Seat] = 0
+	g.attachFrames(m, func(frames []OutFrame) {
+		g.send(pid, &SeatFrames{Epoch: g.epoch, Initial: true, Frames: frames})
+		g.respond(&Reply{Code: ReplyOK})
+		g.scheduleTick()
+	})
+}
+
+// attachFrames gives k the answer to an attach (a seat's or a
+// spectator's): the hello unless it is a re-attach, the state (the events
+// after m.ResumeFromSeq, or a snapshot) and the clock.
+func (g *Core) attachFrames(m *AttachSeat, k func([]OutFrame)) {
 	// A finished match resumes like a running one: a seat whose connection
 	// moved (a failover, a lost link) just before the end still gets the
 	// last events, GameFinished with its reason among them (docs/protocol.md §9.8).
 	resumable := m.ResumeFromSeq > 0 && m.ResumeFromSeq <= g.engine.LastSeq() &&
 		(mutate.Planted != mutate.FinishedAnswersSnapshot || !g.engine.IsFinished())
 	if !resumable {
-		g.welcome(m, pid, false, []OutFrame{g.snapshotFrame(m.Seat)})
+		k(g.helloFrames(m, false, []OutFrame{g.snapshotFrame(m.Seat)}))
 		return
 	}
 	g.eventsFrom(m.ResumeFromSeq+1, func(evs []protocol.EventEnvelope, ok bool) {
 		if !ok {
-			g.welcome(m, pid, false, []OutFrame{g.snapshotFrame(m.Seat)})
+			k(g.helloFrames(m, false, []OutFrame{g.snapshotFrame(m.Seat)}))
 			return
 		}
-		g.welcome(m, pid, true, g.eventsFrames(m.Seat, m.ResumeFromSeq+1, evs))
+		k(g.helloFrames(m, true, g.eventsFrames(m.Seat, m.ResumeFromSeq+1, g.engine.LastSeq(), evs)))
 	})
 }
 
-// welcome sends an attached seat its state (with the hello of a first
-// attach, and the clock) and answers the attach.
-func (g *Core) welcome(m *AttachSeat, pid *actor.PID, resumed bool, state []OutFrame) {
+// helloFrames puts an attach's state between the hello (unless it is a
+// re-attach) and the clock.
+func (g *Core) helloFrames(m *AttachSeat, resumed bool, state []OutFrame) []OutFrame {
 	var frames []OutFrame
 	if !m.Reattach {
 		frames = append(frames, g.frame(&protocol.ServerHello{
@@ -117,16 +148,18 @@ func (g *Core) welcome(m *AttachSeat, pid *actor.PID, resumed bool, state []OutF
 		}, 0))
 	}
 	frames = append(frames, state...)
-	frames = append(frames, g.clockFrame())
-	g.send(pid, &SeatFrames{Epoch: g.epoch, Initial: true, Frames: frames})
-	g.respond(&Reply{Code: ReplyOK})
-	g.scheduleTick()
+	return append(frames, g.clockFrame())
 }
 
 func (g *Core) onIntent(m *SubmitIntent) {
 	a := g.attached(m.Seat, m.SessionID)
 	if a == nil {
 		g.respond(&Reply{Code: ReplyNotAttached, Message: "seat not attached"})
+		return
+	}
+	if spectating(m.Seat) {
+		code, msg := g.refuseSpectatorIntent(a, m)
+		g.respond(&Reply{Code: code, Message: msg})
 		return
 	}
 	// The reply comes only after the intent's outcome is settled: a write
@@ -283,6 +316,13 @@ func (g *Core) broadcast(evs []protocol.EventEnvelope, seat int, res *protocol.S
 			g.send(a.pid, &SeatFrames{Epoch: g.epoch, Frames: frames})
 		}
 	}
+	// Spectators come after both seats, so that their frames never go out
+	// ahead of a seat's.
+	if len(g.spectators) > 0 && clock == nil && (deciderChanged || g.engine.IsFinished()) {
+		f := g.clockFrame()
+		clock = &f
+	}
+	g.broadcastSpectators(evs, clock)
 	if deciderChanged {
 		g.lastClockSent = g.now()
 	}
@@ -296,6 +336,23 @@ func (g *Core) onResync(m *ResyncSeat) {
 		return
 	}
 	g.respond(&Reply{Code: ReplyOK})
+	if spectating(m.Seat) && g.spectatorsDelayed() {
+		// A delayed spectator never gets a snapshot of a later state:
+		// events up to the horizon (docs/protocol.md §14.5).
+		from := max(m.FromSeq, 1)
+		if m.Full {
+			from = 1
+		}
+		g.delayedFrames(from, g.specShown, func(fs []OutFrame, ok bool) {
+			if ok {
+				g.send(a.pid, &SeatFrames{Epoch: g.epoch, Requested: true, Frames: fs})
+				return
+			}
+			delete(g.spectators, m.SessionID)
+			g.send(a.pid, &SeatDetached{Epoch: g.epoch, Reason: DetachUnavailable})
+		})
+		return
+	}
 	var fs []OutFrame
 	// A resync from before the journal gets a snapshot, not a replay of the
 	// log: an open connection can ask again and again (docs/protocol.md §4.4).
@@ -310,13 +367,18 @@ func (g *Core) onResync(m *ResyncSeat) {
 	if err != nil {
 		fs = []OutFrame{g.snapshotFrame(m.Seat)}
 	} else {
-		fs = g.eventsFrames(m.Seat, m.FromSeq, evs)
+		fs = g.eventsFrames(m.Seat, m.FromSeq, g.engine.LastSeq(), evs)
 	}
 	g.send(a.pid, &SeatFrames{Epoch: g.epoch, Requested: true, Frames: fs})
 }
 
 func (g *Core) onDetach(m *DetachSeat) {
 	if g.attached(m.Seat, m.SessionID) == nil {
+		g.respond(&Reply{Code: ReplyOK})
+		return
+	}
+	if spectating(m.Seat) {
+		delete(g.spectators, m.SessionID)
 		g.respond(&Reply{Code: ReplyOK})
 		return
 	}
@@ -389,9 +451,24 @@ func (g *Core) dropSilentSeats(from int, now int64) {
 	g.tickDeadlines(now)
 }
 
-// tickDeadlines fires a due timeout or absence loss and the bot's move,
+// tickDeadlines drops silent spectators and releases delayed ones' events,
 // then goes on with the tick.
 func (g *Core) tickDeadlines(now int64) {
+	g.dropSilentSpectators(now - keepAliveMisses*g.deps.Timing.SeatKeepAlive.Milliseconds())
+	if g.spectatorsDelayed() {
+		g.releaseSpectators(now, func() {
+			if g.state == stateRunning {
+				g.tickDue(now)
+			}
+		})
+		return
+	}
+	g.tickDue(now)
+}
+
+// tickDue fires a due timeout or absence loss and the bot's move, then
+// goes on with the tick.
+func (g *Core) tickDue(now int64) {
 	if g.engine.IsFinished() {
 		g.tickClock(now)
 		return
@@ -424,6 +501,9 @@ func (g *Core) tickClock(now int64) {
 			if a != nil {
 				g.send(a.pid, &SeatFrames{Epoch: g.epoch, Frames: []OutFrame{f}})
 			}
+		}
+		if !g.spectatorsDelayed() {
+			g.pushSpectators([]OutFrame{f})
 		}
 	}
 	g.scheduleTick()
@@ -463,5 +543,41 @@ func (g *Core) scheduleTick() {
 		consider(g.lastClockSent + t.ClockInterval.Milliseconds())
 		consider(g.botDue())
 	}
+	if at := g.spectatorTickDue(); at > 0 && at < next {
+		next = at
+	}
 	g.rd.Tick, g.rd.TickIn = true, max(time.Duration(next-now)*time.Millisecond, time.Millisecond)
+}
+
+// maxSeatNameBytes bounds a name a guest gives its seat; the edge checks
+// names more strictly (characters, length in runes) before they get here.
+const maxSeatNameBytes = 256
+
+// onNameSeat records the name a guest chose (NameSeat): durably, so that
+// every activation shows it, and at once to every attached seat, as a
+// snapshot, since names travel only in views.
+func (g *Core) onNameSeat(m *NameSeat) {
+	if m.Seat < 0 || m.Seat > 1 || !g.meta.Guests[m.Seat] {
+		g.respond(&Reply{Code: ReplyBadRequest, Message: "not a guest seat"})
+		return
+	}
+	if m.Name == "" || len(m.Name) > maxSeatNameBytes {
+		g.respond(&Reply{Code: ReplyBadRequest, Message: fmt.Sprintf("name of %d bytes, want 1..%d", len(m.Name), maxSeatNameBytes)})
+		return
+	}
+	if g.names[m.Seat] != "" || g.engine.IsFinished() {
+		g.respond(&Reply{Code: ReplyOK}) // the first name stands
+		return
+	}
+	g.commit(logEntry{Kind: entryName, At: g.now(), Seat: m.Seat, Name: m.Name}, func(_ []protocol.EventEnvelope, ok bool) {
+		if !ok {
+			return
+		}
+		for s, a := range g.seats {
+			if a != nil {
+				g.send(a.pid, &SeatFrames{Epoch: g.epoch, Frames: []OutFrame{g.snapshotFrame(s)}})
+			}
+		}
+		g.respond(&Reply{Code: ReplyOK})
+	})
 }
