@@ -212,3 +212,45 @@ func TestParkedReader(t *testing.T) {
 		}
 	})
 }
+
+// TestCallOffTheReader: a reader's call into its match (an intent's path
+// into the cluster and back, deep enough to grow a stack to 8 KiB) runs on
+// another goroutine while the reader waits, so that the reader's stack
+// stays as small as reading and decoding need.
+func TestCallOffTheReader(t *testing.T) {
+	h := newHarness(t, newFakeMatches, nil)
+	f := fakeOf(t, h)
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			_, c, sh := joinNewMatch(t, h, tr)
+			hold := f.SetHoldIntents(true)
+			defer f.SetHoldIntents(false)
+			send(t, c, &protocol.ClientIntent{IntentID: "held", BasedOnSeq: sh.EventSeq, Intent: protocol.EndTurn{}})
+			select {
+			case <-hold:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the intent never reached Matches")
+			}
+			buf := make([]byte, 4<<20)
+			stacks := string(buf[:runtime.Stack(buf, true)])
+			calls := 0
+			for g := range strings.SplitSeq(stacks, "\n\n") {
+				if strings.Contains(g, "edgetest.(*Seat).Intent(") {
+					calls++
+					if strings.Contains(g, "edge.(*session).readFrames(") {
+						t.Fatalf("the intent's call runs on the reader:\n%s", g)
+					}
+				}
+			}
+			if calls != 1 {
+				t.Fatalf("%d goroutines in the held intent's call, want 1", calls)
+			}
+			c.close()
+			select { // the held call ends with its session
+			case <-hold:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the held call outlived its session by 5 s")
+			}
+		})
+	}
+}
