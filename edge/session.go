@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/matchgrain/matchgrain/internal/warm"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -64,11 +63,10 @@ type session struct {
 	lingerUntil time.Time
 
 	// Owned by the reader goroutine.
-	callDone chan error // made at its first call
-	lim      limiter
-	matchID  string
-	seatNo   int
-	started  time.Time
+	lim     limiter
+	matchID string
+	seatNo  int
+	started time.Time
 }
 
 type seatRef struct{ Seat }
@@ -102,29 +100,6 @@ func (s *session) startCall() (context.Context, context.CancelFunc) {
 	}
 	s.reqMu.Unlock()
 	return ctx, cancel
-}
-
-// calls runs the readers' calls into matches. Why not on the reader: the
-// call's path into the cluster and back grows a goroutine's stack to 8 KiB,
-// and a reader that made it kept that stack while it waited in gorilla's
-// read for the next frame (the runtime shrinks only a stack less than a
-// quarter used), two per match. On a warm goroutine the deep path runs on
-// one of about as many stacks as there are calls in flight, and the reader
-// stays on the small stack its read and decode need.
-var calls = warm.New(256, time.Second)
-
-// call runs fn in a call context of startCall's on a goroutine of calls,
-// waits for it and returns its error. Only the reader calls it, one call
-// at a time.
-func (s *session) call(fn func(context.Context) error) error {
-	if s.callDone == nil {
-		s.callDone = make(chan error, 1)
-	}
-	ctx, cancel := s.startCall()
-	calls.Go(func() { s.callDone <- fn(ctx) })
-	err := <-s.callDone
-	s.endCall(cancel)
-	return err
 }
 
 // endCall releases a call's context made by startCall.
@@ -486,14 +461,18 @@ func (s *session) handleFrame(b []byte, now time.Time) (keepAlive bool) {
 			return false
 		}
 		s.srv.metrics.intents[intentForwarded].Add(1)
-		err := s.call(func(ctx context.Context) error { return seat.Intent(ctx, f) })
+		ctx, cancel := s.startCall()
+		err := seat.Intent(ctx, f)
+		s.endCall(cancel)
 		if err != nil {
 			s.seatFailed("intent", err)
 			break
 		}
 		s.srv.metrics.intentDuration.Observe(time.Since(now).Seconds())
 	case *protocol.ClientResync:
-		err := s.call(func(ctx context.Context) error { return seat.Resync(ctx, max(f.FromSeq, 0), f.FullSnapshot) })
+		ctx, cancel := s.startCall()
+		err := seat.Resync(ctx, max(f.FromSeq, 0), f.FullSnapshot)
+		s.endCall(cancel)
 		if err != nil {
 			s.seatFailed("resync", err)
 		}
