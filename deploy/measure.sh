@@ -110,7 +110,7 @@ run_all() {
 	# the source addresses to spread them over, in sources, and the node's
 	# per-address limit for them, in per_addr.
 	idle_limits() {
-		local want=$(($1 + 4096))
+		local want=$(($1 + 1024))
 		if (($(ulimit -n) < want)); then
 			if (($(ulimit -Hn) < want)); then
 				ulimit -Hn "$want" || { echo "measure.sh: $1 sessions need $want file descriptors; the hard limit is $(ulimit -Hn)" >&2; exit 1; }
