@@ -96,6 +96,9 @@ type Core struct {
 	checkpointDue bool
 	clock         decisionClock
 	absent        absence
+	// names are the names guests chose for their seats (NameSeat), durable
+	// via the log; "" leaves meta's.
+	names [2]string
 	// journal holds accepted intents by seat and id (durable via the log).
 	journal intentJournal
 	// rejected remembers rejections so a re-sent id answers the same way;
@@ -110,7 +113,14 @@ type Core struct {
 
 	refusal string // why the activation was refused (stateRefused)
 
-	seats         [2]*attachment
+	seats [2]*attachment
+	// spectators are the attached spectators' connections by session id
+	// (spectators.go); nil until the first one.
+	spectators map[string]*attachment
+	// specShown and specPending are the delayed spectators' horizon and
+	// the batches after it (spectators.go).
+	specShown     int64
+	specPending   []specBatch
 	lastClockSent int64
 	// botStuckAt is the log position at which a bot seat failed to act
 	// (memory only: a new activation tries again once).
@@ -233,6 +243,7 @@ func (g *Core) activate(id string) {
 		g.halt(HaltClaimFailed)
 		return
 	}
+	claimed := time.Now()
 	if err := g.recover(rec); errors.Is(err, ErrVersionMismatch) {
 		// Nothing was written; the claim only bumped the epoch. The match
 		// waits for a member that runs its rules (a rolling upgrade moves it
@@ -262,8 +273,10 @@ func (g *Core) activate(id string) {
 			g.absent.Since[s] = now
 		}
 	}
+	// The claim's and the rebuild's times say where a failover's herd
+	// spends the store's and the member's time (docs/performance.md).
 	g.log.Info("match activated", "epoch", g.epoch, "log_seq", g.logSeq, "event_seq", g.engine.LastSeq(),
-		"finished", g.engine.IsFinished())
+		"finished", g.engine.IsFinished(), "claim_ms", ms(claimed.Sub(started)), "rebuild_ms", ms(time.Since(claimed)))
 	if g.engine.IsFinished() {
 		// A match whose last entry ended it but whose finished mark never
 		// landed (its activation died in between, or the mark failed) is
@@ -272,6 +285,7 @@ func (g *Core) activate(id string) {
 		g.checkpointDue = !rec.Finished
 		g.rd.IdleStop = true
 	}
+	g.startSpectatorHorizon(now)
 	if mutate.Planted == mutate.DropReactivationTimer {
 		return
 	}
@@ -299,7 +313,7 @@ func (g *Core) recover(rec persistence.Recovery) error {
 		if err != nil {
 			return fmt.Errorf("restore engine at log seq %d: %w", rec.Snapshot.Seq, err)
 		}
-		g.engine, g.clock, g.absent, g.logSeq, g.journal = eng, ss.Clock, ss.Absent, rec.Snapshot.Seq, journal
+		g.engine, g.clock, g.absent, g.names, g.logSeq, g.journal = eng, ss.Clock, ss.Absent, ss.Names, rec.Snapshot.Seq, journal
 		g.recent.reset(eng.LastSeq() + 1)
 		if !eng.IsFinished() {
 			// A finished match is woken more often (to mark it finished,
@@ -316,7 +330,7 @@ func (g *Core) recover(rec persistence.Recovery) error {
 		g.engine = eng
 		g.recent.reset(1)
 		g.keepEvents(evs)
-		g.clock = newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.deps.Timing)
+		g.clock = newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.meta.Guests, g.deps.Timing)
 		g.absent = absence{Since: [2]int64{g.meta.CreatedAt, g.meta.CreatedAt}}
 		for s := range 2 {
 			if g.isBot(s) {
@@ -409,9 +423,16 @@ func (g *Core) apply(e logEntry) ([]protocol.EventEnvelope, error) {
 		}
 		if e.Present {
 			g.absent.Since[e.Seat] = 0
+			g.clock.joined(e.Seat, e.At)
 		} else {
 			g.absent.Since[e.Seat] = e.At
 		}
+		return nil, nil
+	case entryName:
+		if e.Seat < 0 || e.Seat > 1 || e.Name == "" {
+			return nil, fmt.Errorf("name %q for seat %d", e.Name, e.Seat)
+		}
+		g.names[e.Seat] = e.Name
 		return nil, nil
 	}
 	return nil, fmt.Errorf("unknown log entry kind %d", e.Kind)
@@ -522,7 +543,7 @@ func (g *Core) snapshot() {
 		g.log.Error("marshal engine state", "err", err)
 		return
 	}
-	ss := newSnapshot(state, g.clock, g.absent, g.journal)
+	ss := newSnapshot(state, g.clock, g.absent, g.names, g.journal)
 	data, err := encodeInternal(ss)
 	if err != nil {
 		g.log.Error("encode snapshot", "err", err)
@@ -556,6 +577,7 @@ func (g *Core) halt(reason HaltReason) {
 		g.log.Info("activation halted", "halt_reason", reason.String(), "epoch", g.epoch, "log_seq", g.logSeq)
 	}
 	g.state = stateStopped
+	g.spectators = nil
 	for s, a := range g.seats {
 		if a != nil {
 			// No SeatDetached: the edge seat's keep-alive finds the new
@@ -617,6 +639,8 @@ func (g *Core) onMessage(msg any) {
 		g.onDetach(v)
 	case *SeatPing:
 		g.onSeatPing(v)
+	case *NameSeat:
+		g.onNameSeat(v)
 	case *envelope.Unknown:
 		g.log.Warn("ignoring unknown message type", "type", v.Type)
 		g.respond(&Reply{Code: ReplyBadRequest, Message: "unknown message"})
@@ -624,6 +648,14 @@ func (g *Core) onMessage(msg any) {
 		g.log.Warn("ignoring unexpected message", "type", fmt.Sprintf("%T", v))
 		g.respond(&Reply{Code: ReplyBadRequest, Message: "unexpected message"})
 	}
+}
+
+// name is the display name of seat: the one its guest chose, or meta's.
+func (g *Core) name(seat int) string {
+	if n := g.names[seat]; n != "" {
+		return n
+	}
+	return g.meta.Names[seat]
 }
 
 // seenEpoch is the newest activation epoch the sender of m has seen (0 if
@@ -642,12 +674,16 @@ func seenEpoch(m any) int64 {
 	return 0
 }
 
-// attached returns the attachment of seat if sessionID holds it.
+// attached returns the attachment of seat (or of the spectator, seat
+// protocol.SeatSpectator) if sessionID holds it.
 func (g *Core) attached(seat int, sessionID string) *attachment {
-	if seat < 0 || seat > 1 {
-		return nil
+	var a *attachment
+	switch {
+	case spectating(seat):
+		a = g.spectators[sessionID]
+	case seat == 0 || seat == 1:
+		a = g.seats[seat]
 	}
-	a := g.seats[seat]
 	if a == nil || a.sessionID != sessionID {
 		return nil
 	}
@@ -691,7 +727,7 @@ func (g *Core) replayLog(toLogSeq, wantEventSeq int64) ([]protocol.EventEnvelope
 	}
 	scratch := &Core{deps: g.deps, id: g.id, log: g.log, meta: g.meta, engine: eng,
 		journal: intentJournal{},
-		clock:   newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.deps.Timing)}
+		clock:   newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.meta.Guests, g.deps.Timing)}
 	for i, le := range head {
 		if le.Seq != int64(i)+1 {
 			return nil, fmt.Errorf("log gap: entry %d, want %d", le.Seq, i+1)
@@ -712,3 +748,6 @@ func (g *Core) replayLog(toLogSeq, wantEventSeq int64) ([]protocol.EventEnvelope
 	}
 	return evs, nil
 }
+
+// ms is d in milliseconds with microseconds kept, for logs.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

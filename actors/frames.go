@@ -28,11 +28,11 @@ func (g *Core) view(seat int) protocol.MatchView {
 	v.EventSeq = g.engine.LastSeq()
 	v.Clock = g.clock.view(g.now(), g.deps.Timing)
 	for i := range v.Players {
-		v.Players[i].Name = g.meta.Names[i]
+		v.Players[i].Name = g.name(i)
 	}
 	// Conceding is always possible while the match runs (docs/protocol.md §9.16), and the
-	// server, not the engine, handles it.
-	if !g.engine.IsFinished() && !hasConcede(v.LegalIntents) {
+	// server, not the engine, handles it; a spectator may do nothing.
+	if !spectating(seat) && !g.engine.IsFinished() && !hasConcede(v.LegalIntents) {
 		v.LegalIntents = append(v.LegalIntents, protocol.Concede{})
 	}
 	return v
@@ -69,17 +69,20 @@ func (g *Core) batchFrame(seat int, evs []protocol.EventEnvelope) OutFrame {
 	return g.frame(&protocol.ServerEvents{FromSeq: from, ToSeq: to, Events: g.project(seat, evs)}, to)
 }
 
-// eventsFrames is every event from fromSeq (inclusive) to now for seat, in
-// as many ServerEvents frames as the frame size limit needs, their ranges
-// contiguous; all holds those events (eventsFrom), from fromSeq on.
-// fromSeq > last seq gives one empty frame meaning "up to date"
-// (docs/protocol.md §4.4). Events always follow a resumable hello, however
-// long the gap (docs/protocol.md §13): a hello's resumed is true exactly
-// when they do.
-func (g *Core) eventsFrames(seat int, fromSeq int64, all []protocol.EventEnvelope) []OutFrame {
-	last := g.engine.LastSeq()
+// eventsFrames is every event from fromSeq (inclusive) to last for seat (the
+// match's last seq, or a delayed spectator's last visible one), in as many
+// ServerEvents frames as the frame size limit needs, their ranges
+// contiguous; all holds those events (eventsFrom), from fromSeq on, and
+// maybe later ones, left out. fromSeq > last gives one empty frame meaning
+// "up to date" (docs/protocol.md §4.4). Events always follow a resumable
+// hello, however long the gap (docs/protocol.md §13): a hello's resumed is
+// true exactly when they do.
+func (g *Core) eventsFrames(seat int, fromSeq, last int64, all []protocol.EventEnvelope) []OutFrame {
 	if fromSeq > last {
 		return []OutFrame{g.frame(&protocol.ServerEvents{FromSeq: fromSeq, ToSeq: last}, last)}
+	}
+	for len(all) > 0 && all[len(all)-1].Seq > last {
+		all = all[:len(all)-1]
 	}
 	evs := g.project(seat, all)
 	var out []OutFrame

@@ -47,6 +47,16 @@ type GrainDeps struct {
 	// activation for good, answering the seats routed to it from a stale
 	// state while the owner's activation serves the others.
 	Owns func(matchID string) bool
+	// MaxSpectators is how many spectators a match accepts at once
+	// (docs/protocol.md §14.7); 0 accepts none.
+	MaxSpectators int
+	// SpectatorDelayEvents and SpectatorDelay hold every batch back from
+	// spectators until that many later events exist (or the match ended)
+	// and it is that old (docs/protocol.md §14.5); 0 for neither. The
+	// event count stays below Timing.ResumeWindow, so the events it holds
+	// back are still in memory.
+	SpectatorDelayEvents int
+	SpectatorDelay       time.Duration
 
 	// storeDeadline gives store calls their StoreTimeout; NewMatchKind sets
 	// it. The calls of one tick share a context (internal/deadline): a
@@ -83,6 +93,14 @@ func (deps GrainDeps) prepare() (*GrainDeps, error) {
 	}
 	if err := deps.Timing.Validate(); err != nil {
 		return nil, fmt.Errorf("match kind timing: %w", err)
+	}
+	switch {
+	case deps.MaxSpectators < 0:
+		return nil, fmt.Errorf("max-spectators is %d, must not be negative", deps.MaxSpectators)
+	case deps.SpectatorDelay < 0:
+		return nil, fmt.Errorf("spectator-delay is %v, must not be negative", deps.SpectatorDelay)
+	case deps.SpectatorDelayEvents < 0 || deps.SpectatorDelayEvents >= deps.Timing.ResumeWindow:
+		return nil, fmt.Errorf("spectator-delay-events is %d, must be 0..%d (below resume-window)", deps.SpectatorDelayEvents, deps.Timing.ResumeWindow-1)
 	}
 	if deps.Now == nil {
 		deps.Now = time.Now

@@ -16,7 +16,33 @@ import (
 // grain treats the seat's transport as gone (its edge died or lost the link).
 const keepAliveMisses = 3
 
+// consumeTicket records a first attach's ticket as used (a re-attach has
+// none) and reports whether the attach goes on; when not, it answered. The
+// seat's PID is the ticket's consumer: the same connection's attach,
+// retried because its answer was lost while the match moved, finds its own
+// record and goes on; any other use is refused.
+func (g *Core) consumeTicket(m *AttachSeat) bool {
+	if m.Reattach {
+		return true
+	}
+	err := g.deps.Store.ConsumeTicket(g.storeCtx(), m.TicketID, time.UnixMilli(m.TicketExpiresMs), m.SessionAddr+"/"+m.SessionID)
+	if errors.Is(err, persistence.ErrTicketUsed) {
+		g.respond(&Reply{Code: ReplyTicketUsed, Message: "ticket already used"})
+		return false
+	}
+	if err != nil {
+		g.log.Error("consume ticket", "seat", m.Seat, "err", err)
+		g.respond(&Reply{Code: ReplyUnavailable, Message: "store unavailable"})
+		return false
+	}
+	return true
+}
+
 func (g *Core) onAttach(m *AttachSeat) {
+	if spectating(m.Seat) {
+		g.onAttachSpectator(m)
+		return
+	}
 	if m.Seat < 0 || m.Seat > 1 || m.SessionID == "" || m.SessionAddr == "" {
 		g.respond(&Reply{Code: ReplyBadRequest, Message: "bad seat"})
 		return
@@ -34,20 +60,8 @@ func (g *Core) onAttach(m *AttachSeat) {
 		g.respond(&Reply{Code: ReplyReplaced, Message: "seat taken by a newer connection"})
 		return
 	}
-	if !m.Reattach {
-		// The seat's PID is the ticket's consumer: the same connection's
-		// attach, retried because its answer was lost while the match moved,
-		// finds its own record and goes on; any other use is refused.
-		err := g.deps.Store.ConsumeTicket(g.storeCtx(), m.TicketID, time.UnixMilli(m.TicketExpiresMs), m.SessionAddr+"/"+m.SessionID)
-		if errors.Is(err, persistence.ErrTicketUsed) {
-			g.respond(&Reply{Code: ReplyTicketUsed, Message: "ticket already used"})
-			return
-		}
-		if err != nil {
-			g.log.Error("consume ticket", "seat", m.Seat, "err", err)
-			g.respond(&Reply{Code: ReplyUnavailable, Message: "store unavailable"})
-			return
-		}
+	if !g.consumeTicket(m) {
+		return
 	}
 	if cur := g.seats[m.Seat]; m.Reattach && cur != nil && cur.sessionID != m.SessionID &&
 		(m.TicketExpiresMs <= cur.ticketExpiresMs || mutate.Planted == mutate.StaleAttachKeepsSeat) {
@@ -64,12 +78,28 @@ func (g *Core) onAttach(m *AttachSeat) {
 	}
 	g.seats[m.Seat] = &attachment{pid: pid, sessionID: m.SessionID, lastSeen: g.now(), ticketExpiresMs: m.TicketExpiresMs}
 	if g.absent.Since[m.Seat] != 0 && !g.engine.IsFinished() {
+		held := g.clock.held()
 		if _, ok := g.commit(logEntry{Kind: entryPresence, At: g.now(), Seat: m.Seat, Present: true}); !ok {
 			return
 		}
+		if held && !g.clock.held() {
+			// The guest came: the other seat's clock runs from now, and it
+			// should not learn so only at the next periodic ServerClock.
+			if other := g.seats[1-m.Seat]; other != nil {
+				g.send(other.pid, &SeatFrames{Epoch: g.epoch, Frames: []OutFrame{g.clockFrame()}})
+			}
+		}
 	}
 	g.absent.Since[m.Seat] = 0
+	g.send(pid, &SeatFrames{Epoch: g.epoch, Initial: true, Frames: g.attachFrames(m)})
+	g.respond(&Reply{Code: ReplyOK})
+	g.scheduleTick()
+}
 
+// attachFrames answers an attach (a seat's or a spectator's): the hello
+// unless it is a re-attach, the state (the events after m.ResumeFromSeq,
+// or a snapshot) and the clock.
+func (g *Core) attachFrames(m *AttachSeat) []OutFrame {
 	var frames []OutFrame
 	// A finished match resumes like a running one: a seat whose connection
 	// moved (a failover, a lost link) just before the end still gets the
@@ -80,7 +110,7 @@ func (g *Core) onAttach(m *AttachSeat) {
 	if resumable {
 		var evs []protocol.EventEnvelope
 		if evs, resumable = g.eventsFrom(m.ResumeFromSeq + 1); resumable {
-			state = g.eventsFrames(m.Seat, m.ResumeFromSeq+1, evs)
+			state = g.eventsFrames(m.Seat, m.ResumeFromSeq+1, g.engine.LastSeq(), evs)
 		}
 	}
 	if !resumable {
@@ -93,16 +123,18 @@ func (g *Core) onAttach(m *AttachSeat) {
 		}, 0))
 	}
 	frames = append(frames, state...)
-	frames = append(frames, g.clockFrame())
-	g.send(pid, &SeatFrames{Epoch: g.epoch, Initial: true, Frames: frames})
-	g.respond(&Reply{Code: ReplyOK})
-	g.scheduleTick()
+	return append(frames, g.clockFrame())
 }
 
 func (g *Core) onIntent(m *SubmitIntent) {
 	a := g.attached(m.Seat, m.SessionID)
 	if a == nil {
 		g.respond(&Reply{Code: ReplyNotAttached, Message: "seat not attached"})
+		return
+	}
+	if spectating(m.Seat) {
+		code, msg := g.refuseSpectatorIntent(a, m)
+		g.respond(&Reply{Code: code, Message: msg})
 		return
 	}
 	// The reply comes only after the intent's outcome is settled: a write
@@ -248,6 +280,13 @@ func (g *Core) broadcast(evs []protocol.EventEnvelope, seat int, res *protocol.S
 			g.send(a.pid, &SeatFrames{Epoch: g.epoch, Frames: frames})
 		}
 	}
+	// Spectators come after both seats, so that their frames never go out
+	// ahead of a seat's.
+	if len(g.spectators) > 0 && clock == nil && (deciderChanged || g.engine.IsFinished()) {
+		f := g.clockFrame()
+		clock = &f
+	}
+	g.broadcastSpectators(evs, clock)
 	if deciderChanged {
 		g.lastClockSent = g.now()
 	}
@@ -261,6 +300,21 @@ func (g *Core) onResync(m *ResyncSeat) {
 		return
 	}
 	g.respond(&Reply{Code: ReplyOK})
+	if spectating(m.Seat) && g.spectatorsDelayed() {
+		// A delayed spectator never gets a snapshot of a later state:
+		// events up to the horizon (docs/protocol.md §14.5).
+		from := max(m.FromSeq, 1)
+		if m.Full {
+			from = 1
+		}
+		if fs, ok := g.delayedFrames(from, g.specShown); ok {
+			g.send(a.pid, &SeatFrames{Epoch: g.epoch, Requested: true, Frames: fs})
+		} else {
+			delete(g.spectators, m.SessionID)
+			g.send(a.pid, &SeatDetached{Epoch: g.epoch, Reason: DetachUnavailable})
+		}
+		return
+	}
 	var fs []OutFrame
 	// A resync from before the journal gets a snapshot, not a replay of the
 	// log: an open connection can ask again and again (docs/protocol.md §4.4).
@@ -275,13 +329,18 @@ func (g *Core) onResync(m *ResyncSeat) {
 	if err != nil {
 		fs = []OutFrame{g.snapshotFrame(m.Seat)}
 	} else {
-		fs = g.eventsFrames(m.Seat, m.FromSeq, evs)
+		fs = g.eventsFrames(m.Seat, m.FromSeq, g.engine.LastSeq(), evs)
 	}
 	g.send(a.pid, &SeatFrames{Epoch: g.epoch, Requested: true, Frames: fs})
 }
 
 func (g *Core) onDetach(m *DetachSeat) {
 	if g.attached(m.Seat, m.SessionID) == nil {
+		g.respond(&Reply{Code: ReplyOK})
+		return
+	}
+	if spectating(m.Seat) {
+		delete(g.spectators, m.SessionID)
 		g.respond(&Reply{Code: ReplyOK})
 		return
 	}
@@ -340,6 +399,10 @@ func (g *Core) onTick() {
 			}
 		}
 	}
+	g.dropSilentSpectators(stale)
+	if g.spectatorsDelayed() {
+		g.releaseSpectators(now)
+	}
 	if !g.engine.IsFinished() {
 		if at := g.clock.timeoutAt(g.deps.Timing); at > 0 && at <= now {
 			g.finish(g.clock.Decider, protocol.FinishTimeout, now)
@@ -361,6 +424,9 @@ func (g *Core) onTick() {
 			if a != nil {
 				g.send(a.pid, &SeatFrames{Epoch: g.epoch, Frames: []OutFrame{f}})
 			}
+		}
+		if !g.spectatorsDelayed() {
+			g.pushSpectators([]OutFrame{f})
 		}
 	}
 	g.scheduleTick()
@@ -396,5 +462,39 @@ func (g *Core) scheduleTick() {
 		consider(g.lastClockSent + t.ClockInterval.Milliseconds())
 		consider(g.botDue())
 	}
+	if at := g.spectatorTickDue(); at > 0 && at < next {
+		next = at
+	}
 	g.rd.Tick, g.rd.TickIn = true, max(time.Duration(next-now)*time.Millisecond, time.Millisecond)
+}
+
+// maxSeatNameBytes bounds a name a guest gives its seat; the edge checks
+// names more strictly (characters, length in runes) before they get here.
+const maxSeatNameBytes = 256
+
+// onNameSeat records the name a guest chose (NameSeat): durably, so that
+// every activation shows it, and at once to every attached seat, as a
+// snapshot, since names travel only in views.
+func (g *Core) onNameSeat(m *NameSeat) {
+	if m.Seat < 0 || m.Seat > 1 || !g.meta.Guests[m.Seat] {
+		g.respond(&Reply{Code: ReplyBadRequest, Message: "not a guest seat"})
+		return
+	}
+	if m.Name == "" || len(m.Name) > maxSeatNameBytes {
+		g.respond(&Reply{Code: ReplyBadRequest, Message: fmt.Sprintf("name of %d bytes, want 1..%d", len(m.Name), maxSeatNameBytes)})
+		return
+	}
+	if g.names[m.Seat] != "" || g.engine.IsFinished() {
+		g.respond(&Reply{Code: ReplyOK}) // the first name stands
+		return
+	}
+	if _, ok := g.commit(logEntry{Kind: entryName, At: g.now(), Seat: m.Seat, Name: m.Name}); !ok {
+		return
+	}
+	for s, a := range g.seats {
+		if a != nil {
+			g.send(a.pid, &SeatFrames{Epoch: g.epoch, Frames: []OutFrame{g.snapshotFrame(s)}})
+		}
+	}
+	g.respond(&Reply{Code: ReplyOK})
 }

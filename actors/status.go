@@ -26,6 +26,9 @@ type MatchStatus struct {
 	Winner   int         `json:"winner"`
 	Damage   [2]int      `json:"damage"`
 	Clock    StatusClock `json:"clock"`
+	// Spectators is how many spectators this activation has attached
+	// (docs/protocol.md §14).
+	Spectators int `json:"spectators"`
 }
 
 // StatusClock is the decision clock of a MatchStatus (protocol.ClockView
@@ -42,11 +45,12 @@ type StatusClock struct {
 func (g *Core) status() *MatchStatus {
 	v := g.engine.View(0)
 	st := &MatchStatus{
-		MatchID: g.id, Owner: g.deps.Owner(), Epoch: g.epoch, Names: g.meta.Names, Decks: g.meta.Decks,
+		MatchID: g.id, Owner: g.deps.Owner(), Epoch: g.epoch, Names: [2]string{g.name(0), g.name(1)}, Decks: g.meta.Decks,
 		Bots: g.meta.Bots, CreatedAt: g.meta.CreatedAt, LogSeq: g.logSeq, EventSeq: g.engine.LastSeq(),
 		Turn: v.TurnNumber, Decider: g.engine.Decider(), Finished: g.engine.IsFinished(), Winner: v.Winner,
 		Clock: StatusClock(g.clock.view(g.now(), g.deps.Timing)),
 	}
+	st.Spectators = len(g.spectators)
 	for s := range 2 {
 		st.Connected[s] = g.seats[s] != nil
 		st.Damage[s] = v.Players[s].FaceDownDamage + len(v.Players[s].FaceUpDamage)

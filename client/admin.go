@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/matchgrain/matchgrain/protocol"
 )
 
 // Admin is a client of the edge's HTTP API (create matches, issue tickets,
@@ -136,19 +138,27 @@ func (a *Admin) CreateMatch(ctx context.Context, players [2]PlayerSpec, seed *ui
 	return out.MatchID, nil
 }
 
-// Ticket issues a ticket for seat of matchID.
+// Ticket issues a ticket for seat of matchID; seat protocol.SeatSpectator
+// is a spectator's (docs/protocol.md §14.1), so TicketFunc makes a
+// spectator's Session too.
 func (a *Admin) Ticket(ctx context.Context, matchID string, seat int) (TicketInfo, error) {
-	req := struct {
+	var req any = struct {
 		MatchID string `json:"matchId"`
 		Seat    int    `json:"seat"`
 	}{matchID, seat}
+	path := "/api/game/tickets"
+	if seat == protocol.SeatSpectator {
+		req, path = struct {
+			MatchID string `json:"matchId"`
+		}{matchID}, "/api/game/spectator-tickets"
+	}
 	var out struct {
 		Ticket    string `json:"ticket"`
 		MatchID   string `json:"matchId"`
 		Seat      int    `json:"seat"`
 		ExpiresAt int64  `json:"expiresAt"`
 	}
-	if err := a.do(ctx, http.MethodPost, "/api/game/tickets", req, &out); err != nil {
+	if err := a.do(ctx, http.MethodPost, path, req, &out); err != nil {
 		return TicketInfo{}, err
 	}
 	return TicketInfo{Ticket: out.Ticket, MatchID: out.MatchID, Seat: out.Seat, ExpiresAt: time.UnixMilli(out.ExpiresAt)}, nil

@@ -46,6 +46,7 @@ func newEnv(t *testing.T) *env {
 	m := edgetest.NewMatches()
 	srv := edgetest.Start(t, m, func(c *edge.Config) {
 		c.Logger = testLogger(t)
+		c.MaxSpectators = 8
 	})
 	admin := client.NewAdmin(srv.HTTPURL, edgetest.AdminToken, nil)
 	id, err := admin.CreateMatch(context.Background(), [2]client.PlayerSpec{{Name: "Ann", Deck: "S1"}, {Name: "Bob", Deck: "S2"}}, nil)
@@ -566,4 +567,48 @@ func checkNoGoroutines(t *testing.T, fn string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Errorf("goroutines in %s still running:\n%s", fn, stacks)
+}
+
+// A spectator's Session (a ticket for seat 2): hello as seat 2, no legal
+// intents, every event of a match two seats play to the end without a gap,
+// and an intent refused with code Spectator.
+func TestSpectatorSession(t *testing.T) {
+	e := newEnv(t)
+	spec := e.start(t, e.addr("ws"), protocol.SeatSpectator, nil)
+	if h := waitFrame[*protocol.ServerHello](t, spec); h.PlayerIndex != protocol.SeatSpectator || spec.Seat() != protocol.SeatSpectator {
+		t.Fatalf("spectator hello %+v, Seat %d", h, spec.Seat())
+	}
+	snap := waitFrame[*protocol.ServerSnapshot](t, spec)
+	if legal, _ := spec.LegalIntents(); len(legal) != 0 || snap.View.You != protocol.SeatSpectator {
+		t.Fatalf("a spectator's session offers %v", legal)
+	}
+	id, err := spec.SendIntent(protocol.Concede{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := waitFrame[*protocol.ServerIntentResult](t, spec); r.IntentID != id || r.Accepted || r.Code != protocol.RejectSpectator {
+		t.Fatalf("a spectator's Concede: %+v, want refused with code Spectator", r)
+	}
+	seats := [2]*client.Session{e.start(t, e.addr("ws"), 0, nil), e.start(t, e.addr("tcp"), 1, nil)}
+	done := make(chan outcome, 2)
+	for _, s := range seats {
+		go func() { done <- playToy(s, 20*time.Second, nil) }()
+	}
+	for range seats {
+		if o := <-done; o.err != nil {
+			t.Fatal(o.err)
+		}
+	}
+	last := e.matches.Seat(e.matchID, 0).LastSeq()
+	seen := snap.View.EventSeq
+	for seen < last {
+		ev := waitFrame[*protocol.ServerEvents](t, spec)
+		if ev.FromSeq > seen+1 {
+			t.Fatalf("the spectator's events jump from %d to %d", seen, ev.FromSeq)
+		}
+		seen = max(seen, ev.ToSeq)
+	}
+	if b := spec.Board(); !b.View().IsFinished {
+		t.Fatalf("the spectator's board does not know the match ended")
+	}
 }

@@ -347,7 +347,9 @@ func (s *viewState) decision(d *protocol.DecisionEvent) {
 	v.Choice, v.Ability, v.Order = clonePtr(d.Choice), clonePtr(d.Ability), clonePtr(d.Order)
 	v.OpponentChoosing = d.Pending && d.Player >= 0 && d.Player == 1-v.You
 	switch {
-	case d.Player < 0:
+	case d.Player < 0, v.You == protocol.SeatSpectator:
+		// The match ended, or this is a spectator's view: nothing to send
+		// (docs/protocol.md §14.4).
 		v.LegalIntents = nil
 	case d.Player == v.You:
 		v.LegalIntents = slices.Clone(d.LegalIntents)

@@ -23,7 +23,8 @@ const (
 // snapshot), and compares each seat's Board with the engine's view after
 // every batch. Every tenth game one seat starts from a mid-game snapshot
 // instead of seq 0, as after a resync, and some games end by a server
-// decision (concession, timeout).
+// decision (concession, timeout). A spectator's Board (seat 2, nobody's
+// projection) is compared with the spectator's view the same way.
 func TestBoardKeepsTheWholeView(t *testing.T) {
 	s1, _ := catalog.DeckList(catalog.DeckEmberwing)
 	s2, _ := catalog.DeckList(catalog.DeckTidewarden)
@@ -39,7 +40,7 @@ func TestBoardKeepsTheWholeView(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		boards := [2]client.Board{client.NewBoard(0), client.NewBoard(1)}
+		boards := [3]client.Board{client.NewBoard(0), client.NewBoard(1), client.NewBoard(protocol.SeatSpectator)}
 		late := -1 // a seat that joins from a snapshot
 		if g%10 == 3 {
 			late = r.IntN(2)
@@ -48,7 +49,7 @@ func TestBoardKeepsTheWholeView(t *testing.T) {
 		feed := func(evs []protocol.EventEnvelope) {
 			t.Helper()
 			batches++
-			for seat := range 2 {
+			for seat := range 3 {
 				for _, env := range evs {
 					if pe, ok := game.ProjectEvent(seat, env.Event); ok {
 						boards[seat].Apply(protocol.EventEnvelope{Seq: env.Seq, Event: pe})

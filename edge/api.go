@@ -65,18 +65,20 @@ type route struct {
 
 func (s *Server) routes() http.Handler {
 	table := map[string]route{
-		"/game":             {"game", http.MethodGet, false, s.serveGame},
-		"/healthz":          {"healthz", http.MethodGet, false, s.serveHealth},
-		"/metrics":          {"metrics", http.MethodGet, false, s.serveMetrics},
-		"/api/matches":      {"api_matches", http.MethodPost, true, s.apiHandler(s.createMatch)},
-		"/api/game/tickets": {"api_tickets", http.MethodPost, true, s.apiHandler(s.issueTicket)},
-		"/api/decks":        {"api_decks", http.MethodGet, true, s.apiHandler(s.listDecks)},
+		"/game":                       {"game", http.MethodGet, false, s.serveGame},
+		"/healthz":                    {"healthz", http.MethodGet, false, s.serveHealth},
+		"/metrics":                    {"metrics", http.MethodGet, false, s.serveMetrics},
+		"/api/matches":                {"api_matches", http.MethodPost, true, s.apiHandler(s.createMatch)},
+		"/api/game/tickets":           {"api_tickets", http.MethodPost, true, s.apiHandler(s.issueTicket)},
+		"/api/decks":                  {"api_decks", http.MethodGet, true, s.apiHandler(s.listDecks)},
+		"/api/game/spectator-tickets": {"api_spectator_tickets", http.MethodPost, true, s.apiHandler(s.issueSpectatorTicket)},
 	}
 	if s.cfg.PublicPlay {
 		table["/api/play/matches"] = route{"play_matches", http.MethodPost, false, s.apiHandler(s.playCreate)}
 		table["/api/play/tickets"] = route{"play_tickets", http.MethodPost, false, s.apiHandler(s.playTicket)}
 		table["/api/play/invites"] = route{"play_invites", http.MethodPost, false, s.apiHandler(s.playRedeem)}
 		table["/api/play/decks"] = route{"play_decks", http.MethodGet, false, s.apiHandler(s.listDecks)}
+		table["/api/play/spectate"] = route{"play_spectate", http.MethodPost, false, s.apiHandler(s.playSpectate)}
 	}
 	if s.cfg.SeparateMetrics {
 		delete(table, "/metrics") // served by MetricsHandler on its own listener
@@ -89,10 +91,17 @@ func (s *Server) routes() http.Handler {
 			return rec.status
 		}}
 	}
+	var replays route
+	if s.cfg.PublicPlay && s.cfg.Replays != nil {
+		replays = route{"play_replays", http.MethodGet, false, s.servePublicReplay}
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rt, ok := table[r.URL.Path]
 		if !ok && admin.serve != nil && strings.HasPrefix(r.URL.Path, AdminPrefix) {
 			rt, ok = admin, true
+		}
+		if !ok && replays.serve != nil && strings.HasPrefix(r.URL.Path, ReplaysPrefix) {
+			rt, ok = replays, true
 		}
 		if !ok && s.cfg.Fallback != nil && !strings.HasPrefix(r.URL.Path, "/api/") {
 			s.cfg.Fallback.ServeHTTP(w, r)

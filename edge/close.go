@@ -64,6 +64,9 @@ const (
 	// ReasonHandshakeLimit: refused at accept, MaxHandshakes connections
 	// have not finished their handshake yet; HTTP 503, TCP: RateLimited.
 	ReasonHandshakeLimit
+	// ReasonSpectatorsFull: a spectator's match has as many spectators as
+	// it allows; SpectatorsFull, 4429 (docs/protocol.md §14.7).
+	ReasonSpectatorsFull
 
 	reasonCount // one past the last reason; sizes the metrics arrays
 )
@@ -114,6 +117,7 @@ var reasons = [reasonCount]reasonInfo{
 	ReasonConnLimitAddress:   {"conn_limit_address", 0, noErrorCode, protocol.ErrorRateLimited, "too many from this address"},
 	ReasonConnLimitTotal:     {"conn_limit_total", 0, noErrorCode, protocol.ErrorRateLimited, "server full"},
 	ReasonHandshakeLimit:     {"handshake_limit", 0, noErrorCode, protocol.ErrorRateLimited, "too many handshakes"},
+	ReasonSpectatorsFull:     {"spectators_full", protocol.CloseSpectatorsFull, protocol.ErrorSpectatorsFull, noErrorCode, "spectators full"},
 }
 
 func (r CloseReason) info() reasonInfo {

@@ -136,6 +136,15 @@ type Config struct {
 	// /api/play/matches, /api/play/tickets and GET /api/play/decks) that
 	// need no admin token; see play.go for what they allow. Off by default.
 	PublicPlay bool
+	// MaxSpectators is how many spectators a match accepts at once
+	// (docs/protocol.md §14.7, matchd --max-spectators); 0, the zero
+	// value, issues no spectator tickets. The match grain enforces the cap.
+	MaxSpectators int
+	// SpectatorDelayEvents and SpectatorDelay are the match grains'
+	// spectator delay (docs/protocol.md §14.5), which the ticket answers
+	// report; the grains apply it.
+	SpectatorDelayEvents int
+	SpectatorDelay       time.Duration
 	// PublicCreatesPerMinute bounds public match creation per client
 	// address (default 10); PublicCreatesGlobalPerMinute for the whole edge
 	// (default 120).
@@ -157,6 +166,11 @@ type Config struct {
 	// GET only, to holders of the admin token: the edge checks the token
 	// exactly as on its own admin routes (matchd mounts ops.Handler here).
 	Admin http.Handler
+	// Replays, if set, serves GET ReplaysPrefix+{matchId} with PublicPlay:
+	// a finished match's replay as a spectator saw it (docs/protocol.md
+	// §15), rate limited per client address like the other public
+	// requests (matchd mounts ops.PublicReplays here).
+	Replays http.Handler
 	// Fallback, if set, serves every path the edge does not know (matchd
 	// serves its web client and ops console there). Nil answers 404.
 	Fallback http.Handler

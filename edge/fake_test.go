@@ -129,6 +129,8 @@ func TestMatchErrors(t *testing.T) {
 			want{wsCode: protocol.CloseTicket, wsErr: protocol.ErrorInvalidTicket, tcpErr: protocol.ErrorInvalidTicket}},
 		{"match not found", edge.ErrMatchNotFound,
 			want{wsCode: protocol.CloseTicket, wsErr: protocol.ErrorMatchNotFound, tcpErr: protocol.ErrorMatchNotFound}},
+		{"spectators full", fmt.Errorf("grain: %w", edge.ErrSpectatorsFull),
+			want{wsCode: protocol.CloseSpectatorsFull, wsErr: protocol.ErrorSpectatorsFull, tcpErr: protocol.ErrorSpectatorsFull}},
 	}
 	for _, tc := range cases {
 		for _, tr := range transports {

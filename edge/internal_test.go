@@ -242,6 +242,10 @@ func TestCloseReasons(t *testing.T) {
 			}
 		}
 	}
+	full := ReasonSpectatorsFull
+	if ef, ok := full.errorFrame(false, 0); full.CloseCode() != 4429 || !ok || ef.Code != protocol.ErrorSpectatorsFull {
+		t.Errorf("spectators_full closes %d with %+v, want 4429 and SpectatorsFull (docs/protocol.md §14.7)", full.CloseCode(), ef)
+	}
 	if CloseReason(0).String() != "unknown" || CloseReason(99).String() != "unknown" {
 		t.Error("out-of-range reasons are not labelled unknown")
 	}

@@ -28,6 +28,14 @@ func newOutbox(maxFrames, maxBytes int) *outbox {
 	return &outbox{maxFrames: maxFrames, maxBytes: maxBytes}
 }
 
+// limit lowers the bounds to at most maxFrames and maxBytes (a spectator's
+// queue is shorter than a seat's); frames already queued stay.
+func (o *outbox) limit(maxFrames, maxBytes int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.maxFrames, o.maxBytes = min(o.maxFrames, maxFrames), min(o.maxBytes, maxBytes)
+}
+
 // push appends frames atomically (all or none). ok is false when the bounds
 // would be exceeded; push returns ok without queuing anything once the
 // outbox is closed (the frames are simply not wanted any more). start says

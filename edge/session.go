@@ -383,6 +383,11 @@ func (s *session) handshake() bool {
 		return false
 	}
 	s.matchID, s.seatNo = claims.MatchID, claims.Seat
+	if claims.Seat == protocol.SeatSpectator {
+		// Before the match's first frames arrive: a spectator that does not
+		// read is dropped sooner than a seat (docs/protocol.md §14.8).
+		s.out.limit(SpectatorQueueFrames, SpectatorQueueBytes)
+	}
 	req := OpenSeatRequest{
 		MatchID:       claims.MatchID,
 		Seat:          claims.Seat,
@@ -419,6 +424,8 @@ func (s *session) seatFailed(op string, err error) {
 		r = ReasonMatchNotFound
 	case errors.Is(err, ErrTicketUsed):
 		r = ReasonTicketUsed
+	case errors.Is(err, ErrSpectatorsFull):
+		r = ReasonSpectatorsFull
 	case errors.Is(err, ErrBadRequest):
 		// The match refuses the seat (a bot plays it): the ticket grants
 		// nothing, and the client must not retry it.

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/matchgrain/matchgrain/protocol"
 )
 
 // Ticket format, version 1. A ticket is base64url without padding (RFC 4648
@@ -20,7 +22,7 @@ import (
 //	0       1     format version, 1
 //	1       16    ticket id, random
 //	17      8     expiresAtMs, int64 big-endian, Unix milliseconds UTC
-//	25      1     seat, 0 or 1
+//	25      1     seat, 0 or 1, or 2 (protocol.SeatSpectator) for a spectator
 //	26      1     n = length of the match id, 1..MaxMatchIDLen
 //	27      n     match id, bytes
 //	27+n    32    HMAC-SHA256(key, bytes 0 .. 27+n-1)
@@ -151,8 +153,8 @@ func (t *Ticketer) IssueAt(now time.Time, matchID string, seat int) (Ticket, err
 	if err := ValidateMatchID(matchID); err != nil {
 		return Ticket{}, err
 	}
-	if seat != 0 && seat != 1 {
-		return Ticket{}, fmt.Errorf("edge: seat %d is not 0 or 1", seat)
+	if seat < 0 || seat > protocol.SeatSpectator {
+		return Ticket{}, fmt.Errorf("edge: seat %d is not 0, 1 or %d (a spectator)", seat, protocol.SeatSpectator)
 	}
 	var id [ticketIDLen]byte
 	if _, err := rand.Read(id[:]); err != nil {
@@ -210,7 +212,7 @@ func (t *Ticketer) VerifyAt(now time.Time, token string) (Claims, error) {
 	}
 	seat := int(body[25])
 	n := int(body[26])
-	if seat > 1 || n == 0 || n > MaxMatchIDLen || len(body) != ticketHeaderLen+n {
+	if seat > protocol.SeatSpectator || n == 0 || n > MaxMatchIDLen || len(body) != ticketHeaderLen+n {
 		return Claims{}, fmt.Errorf("%w: layout", ErrTicketInvalid)
 	}
 	matchID := string(body[ticketHeaderLen:])

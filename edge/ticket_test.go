@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/matchgrain/matchgrain/protocol"
 )
 
 var (
@@ -25,7 +27,7 @@ func newTestTicketer(t *testing.T, key []byte, prev ...[]byte) *Ticketer {
 func TestTicketRoundTrip(t *testing.T) {
 	tk := newTestTicketer(t, keyA)
 	now := time.UnixMilli(1_700_000_000_123)
-	for _, seat := range []int{0, 1} {
+	for _, seat := range []int{0, 1, protocol.SeatSpectator} {
 		issued, err := tk.IssueAt(now, "match-42", seat)
 		if err != nil {
 			t.Fatal(err)
@@ -170,7 +172,7 @@ func TestTicketIssueErrors(t *testing.T) {
 		matchID string
 		seat    int
 	}{
-		{"seat 2", "m", 2},
+		{"seat 3", "m", 3},
 		{"seat -1", "m", -1},
 		{"empty match", "", 0},
 		{"long match", strings.Repeat("m", MaxMatchIDLen+1), 0},

@@ -18,6 +18,7 @@ var Routes = []string{
 	"/api/admin/matches",
 	"/api/admin/matches/{id}",
 	"/api/admin/matches/{id}/replay",
+	"/api/admin/matches/{id}/events",
 }
 
 // Node is what the API reads of the cluster member it runs on
@@ -70,6 +71,7 @@ func Handler(d Deps) http.Handler {
 	mux.HandleFunc("GET "+Routes[1], a.matches)
 	mux.HandleFunc("GET "+Routes[2], a.match)
 	mux.HandleFunc("GET "+Routes[3], a.replay)
+	mux.HandleFunc("GET "+Routes[4], a.events)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern == "" {
 			edge.WriteError(w, http.StatusNotFound, "not_found", "no such endpoint")

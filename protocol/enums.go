@@ -219,6 +219,9 @@ const (
 	RejectRateLimited   IntentRejectCode = 5
 	RejectMalformed     IntentRejectCode = 6
 	RejectStale         IntentRejectCode = 7
+	// RejectSpectator answers any intent from a spectator's connection,
+	// which may watch but never act (docs/protocol.md §14).
+	RejectSpectator IntentRejectCode = 8
 )
 
 // ErrorCode is ServerError.code (docs/protocol.md §3.4, §9.6).
@@ -236,6 +239,9 @@ const (
 	ErrorInternal           ErrorCode = 7
 	ErrorHeartbeatTimeout   ErrorCode = 8
 	ErrorSessionReplaced    ErrorCode = 9
+	// ErrorSpectatorsFull refuses a spectator's hello when its match already
+	// has as many spectators as it allows (WebSocket close 4429).
+	ErrorSpectatorsFull ErrorCode = 10
 )
 
 // WebSocket close codes (docs/protocol.md §6).
@@ -247,5 +253,11 @@ const (
 	CloseReplaced           = 4409
 	CloseUnsupportedVersion = 4410
 	CloseRateLimited        = 4413
+	CloseSpectatorsFull     = 4429
 	CloseInternal           = 4500
 )
+
+// SeatSpectator is the seat of a spectator: in a spectator's ticket, its
+// ServerHello.playerIndex and its MatchView.you. It owns nothing, so its
+// view hides both hands and holds no legal intents (docs/protocol.md §14).
+const SeatSpectator = 2

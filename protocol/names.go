@@ -83,6 +83,7 @@ func (f FinishReason) String() string { return name(finishReasonNames, int(f), "
 
 var rejectCodeNames = []string{
 	"None", "Illegal", "NotYourTurn", "MatchFinished", "NotSupported", "RateLimited", "Malformed", "Stale",
+	"Spectator",
 }
 
 // String returns the reject code name ("NotSupported").
@@ -91,6 +92,7 @@ func (c IntentRejectCode) String() string { return name(rejectCodeNames, int(c),
 var errorCodeNames = []string{
 	"UnsupportedVersion", "InvalidTicket", "TicketExpired", "MatchNotFound", "MalformedFrame",
 	"RateLimited", "MatchFinished", "Internal", "HeartbeatTimeout", "SessionReplaced",
+	"SpectatorsFull",
 }
 
 // String returns the error code name ("MalformedFrame").

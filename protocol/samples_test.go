@@ -30,6 +30,21 @@ func finishedView(reason FinishReason) MatchView {
 	}
 }
 
+// spectatorView is a running match as a spectator sees it: both hands a
+// count only, nobody's choice details and no legal intents.
+func spectatorView() MatchView {
+	return MatchView{
+		MatchID: "m_01HZX3", EventSeq: 120, You: SeatSpectator, ActivePlayer: 1, TurnNumber: 4,
+		Phase: PhaseMain, Winner: NoWinner,
+		Players: [2]PlayerView{
+			{Index: 0, Name: "alice", HandCount: 5, DeckCount: 38, Vanguard: &CardView{InstanceID: 3, PrintingID: "S1-010", FaceUp: true, BasePower: 10000, Power: 10000, BaseCritical: 1, Critical: 1}},
+			{Index: 1, Name: "bob", HandCount: 6, DeckCount: 37, Vanguard: &CardView{InstanceID: 53, PrintingID: "S2-010", FaceUp: true, BasePower: 10000, Power: 10000, BaseCritical: 1, Critical: 1}},
+		},
+		Clock:        ClockView{DecisionPlayer: 1, TurnDeadlineMs: 1717000090000, Bank0Ms: 300000, Bank1Ms: 300000, IsRunning: true, ServerTimeMs: 1717000000000},
+		LegalIntents: []Intent{},
+	}
+}
+
 // sampleIntents has one intent per key, in key order.
 func sampleIntents() []Intent {
 	return []Intent{

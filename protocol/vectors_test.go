@@ -132,6 +132,28 @@ func vectorCases(t testing.TB) []vectorCase {
 	add(vectorCase{name: "server/ServerIntentResult/duplicate", dir: "server", kind: "canonical",
 		value: &ServerIntentResult{IntentID: "550e8400-e29b-41d4-a716-446655440000", Accepted: true, Code: RejectNone, EventSeq: 77, Duplicate: true}})
 
+	// A spectator's session (docs/protocol.md §14).
+	add(vectorCase{name: "server/ServerHello/spectator", dir: "server", kind: "canonical",
+		note:  "a spectator's hello: playerIndex 2 (SeatSpectator); resumed, from the events it last saw",
+		value: &ServerHello{ProtocolVersion: Version, MatchID: "m_01HZX3", PlayerIndex: SeatSpectator, Resumed: true, EventSeq: 120, ServerTimeMs: 1717000000000}})
+	add(vectorCase{name: "server/ServerSnapshot/spectator", dir: "server", kind: "canonical",
+		note:  "a spectator's view: you 2, both hands a count only, no open choice, ability or order, no legal intents",
+		value: &ServerSnapshot{View: spectatorView()}})
+	add(vectorCase{name: "server/ServerEvents/spectator", dir: "server", kind: "canonical",
+		note: "a spectator's copy of a batch: both players' draws redacted to a count, seq 52 (an owner-only search) a gap, the Decision without choice and legal intents",
+		value: &ServerEvents{FromSeq: 50, ToSeq: 54, Events: []EventEnvelope{
+			{Seq: 50, Event: &CardsDrawnEvent{Player: 0, Count: 1}},
+			{Seq: 51, Event: &AbilityResolvedEvent{Player: 0, Source: card(90, "S2-012"), AbilityKey: AbilityRideSearch, Outcome: OutcomeResolved, AddedToHand: 1}},
+			{Seq: 53, Event: &DeckShuffledEvent{Player: 0}},
+			{Seq: 54, Event: &DecisionEvent{Player: 0, Units: []UnitState{}, LegalIntents: []Intent{}}},
+		}}})
+	add(vectorCase{name: "server/ServerIntentResult/spectator", dir: "server", kind: "canonical",
+		note:  "any intent from a spectator: refused with code 8 (Spectator), nothing changes, the connection stays",
+		value: &ServerIntentResult{IntentID: "i-1", Accepted: false, Code: RejectSpectator, Reason: "spectators cannot act", EventSeq: 120}})
+	add(vectorCase{name: "server/ServerError/spectators-full", dir: "server", kind: "canonical",
+		note:  "the match has as many spectators as it allows: fatal, then close 4429 (TCP: this frame, then the socket closes)",
+		value: &ServerError{Code: ErrorSpectatorsFull, Message: "spectators full", Fatal: true}})
+
 	// Tolerant client input.
 	tol := func(name, dir, hexs, note string, want any) {
 		add(vectorCase{name: "tolerant/" + dir + "/" + name, dir: dir, kind: "tolerant", hex: hexs, note: note, value: want})

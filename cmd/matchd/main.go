@@ -124,8 +124,9 @@ func run(ctx context.Context, o config.Options, base *slog.Logger) error {
 	if !o.EdgeOnly {
 		kind, err := actors.NewMatchKind(actors.GrainDeps{
 			Store: store, Rules: actors.GameRules{}, Timing: o.Timing, Logger: log, Metrics: grainMetrics,
-			StoreTimeout: o.StoreTimeout,
-			Owner:        func() string { return started.Load().ID() },
+			StoreTimeout:  o.StoreTimeout,
+			MaxSpectators: o.Edge.MaxSpectators, SpectatorDelayEvents: o.SpectatorDelayEvents, SpectatorDelay: o.SpectatorDelay,
+			Owner: func() string { return started.Load().ID() },
 			MayActivate: func() error {
 				node := started.Load()
 				switch {
@@ -183,8 +184,9 @@ func run(ctx context.Context, o config.Options, base *slog.Logger) error {
 	ec := o.Edge
 	ec.TicketKey, ec.TicketPreviousKeys, ec.AdminToken, ec.Decks = sec.TicketKey, sec.TicketAccept, adminToken, grains.DeckInfos
 	ec.Logger, ec.Registry, ec.UseOnce, ec.Admitted, ec.Fallback = log, registry, grains.UseOnce(store), node.Admitted, web.Handler()
-	ec.Admin = ops.Handler(ops.Deps{Node: node, Store: store, Rules: actors.GameRules{}, Timing: o.Timing,
-		Status: gw.Status, Takeovers: grainMetrics.RecentTakeovers, Logger: log})
+	opsDeps := ops.Deps{Node: node, Store: store, Rules: actors.GameRules{}, Timing: o.Timing,
+		Status: gw.Status, Takeovers: grainMetrics.RecentTakeovers, Logger: log}
+	ec.Admin, ec.Replays = ops.Handler(opsDeps), ops.PublicReplays(opsDeps)
 	srv, err := edge.New(ec, gw)
 	if err != nil {
 		node.Kill()

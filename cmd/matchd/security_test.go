@@ -115,6 +115,7 @@ func TestAdminRoutesOneAuthorization(t *testing.T) {
 	routes := []req{
 		{"POST", "/api/matches", `{"players":[{"name":"a","deck":"S1"},{"name":"b","deck":"S2"}]}`},
 		{"POST", "/api/game/tickets", `{"matchId":"nope","seat":0}`},
+		{"POST", "/api/game/spectator-tickets", `{"matchId":"nope"}`},
 		{"GET", "/api/decks", ""},
 	}
 	for _, r := range ops.Routes {

@@ -45,6 +45,8 @@ const DamageToWin = 6
 type match struct {
 	id       string
 	names    [2]string
+	guests   [2]bool
+	named    [2]bool
 	events   []protocol.EventEnvelope // events[i].Seq == i+1
 	turn     int
 	active   int
@@ -52,7 +54,10 @@ type match struct {
 	finished bool
 	winner   int
 	seats    [2]*Seat
-	journal  map[string]protocol.ServerIntentResult
+	// spectators are the spectators' attachments (seat
+	// protocol.SeatSpectator), in the order they came.
+	spectators []*Seat
+	journal    map[string]protocol.ServerIntentResult
 }
 
 func (m *match) seq() int64 { return int64(len(m.events)) }
@@ -114,13 +119,39 @@ func (f *Matches) CreateMatch(_ context.Context, spec edge.MatchSpec) (string, e
 	}
 	f.next++
 	id := fmt.Sprintf("toy-%04d", f.next)
-	m := &match{id: id, names: names, turn: 1, winner: protocol.NoWinner, journal: make(map[string]protocol.ServerIntentResult)}
+	m := &match{id: id, names: names, guests: spec.Guests, turn: 1, winner: protocol.NoWinner, journal: make(map[string]protocol.ServerIntentResult)}
 	m.events = append(m.events,
 		protocol.EventEnvelope{Seq: 1, Event: &protocol.GameStartedEvent{FirstPlayer: 0, DeckSize: [2]int{50, 50}}},
 		protocol.EventEnvelope{Seq: 2, Event: &protocol.TurnStartedEvent{TurnNumber: 1, Player: 0}},
 	)
 	f.matches[id] = m
 	return id, nil
+}
+
+// NameSeat implements edge.Matches: the first name of a guest seat stands.
+func (f *Matches) NameSeat(_ context.Context, id string, seat int, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.matches[id]
+	switch {
+	case m == nil:
+		return edge.ErrMatchNotFound
+	case seat < 0 || seat > 1 || !m.guests[seat]:
+		return fmt.Errorf("%w: seat %d of %s is not a guest seat", edge.ErrBadRequest, seat, id)
+	case !m.named[seat]:
+		m.names[seat], m.named[seat] = name, true
+	}
+	return nil
+}
+
+// Names returns the players' names of match id, as its views show them.
+func (f *Matches) Names(id string) [2]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if m := f.matches[id]; m != nil {
+		return m.names
+	}
+	return [2]string{}
 }
 
 // MatchExists implements edge.Matches.
@@ -134,7 +165,12 @@ func (f *Matches) MatchExists(_ context.Context, id string) (bool, error) {
 func (f *Matches) Seat(matchID string, seat int) *Seat {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if m := f.matches[matchID]; m != nil && seat >= 0 && seat < 2 {
+	m := f.matches[matchID]
+	switch {
+	case m == nil:
+	case seat == protocol.SeatSpectator && len(m.spectators) > 0:
+		return m.spectators[len(m.spectators)-1] // the latest
+	case seat >= 0 && seat < 2:
 		return m.seats[seat]
 	}
 	return nil
@@ -177,7 +213,7 @@ func (m *match) view(seat int) protocol.MatchView {
 	}
 	if m.finished {
 		v.Phase = protocol.PhaseFinished
-	} else {
+	} else if seat != protocol.SeatSpectator {
 		v.LegalIntents = []protocol.Intent{protocol.Concede{}}
 		if seat == m.active {
 			v.LegalIntents = []protocol.Intent{protocol.EndTurn{}, protocol.Concede{}}
@@ -205,12 +241,16 @@ func (f *Matches) OpenSeat(_ context.Context, req edge.OpenSeatRequest, sink edg
 		return nil, edge.ErrTicketUsed
 	}
 	f.used[req.TicketID] = true
-	if old := m.seats[req.Seat]; old != nil && !old.closed {
-		old.closed = true
-		old.sink.Detach(edge.DetachReplaced)
-	}
 	s := &Seat{ms: f, m: m, idx: req.Seat, sink: sink, lastSeq: m.seq()}
-	m.seats[req.Seat] = s
+	if req.Seat == protocol.SeatSpectator {
+		m.spectators = append(m.spectators, s) // a spectator replaces nobody
+	} else {
+		if old := m.seats[req.Seat]; old != nil && !old.closed {
+			old.closed = true
+			old.sink.Detach(edge.DetachReplaced)
+		}
+		m.seats[req.Seat] = s
+	}
 	resumed := !m.finished && req.ResumeFromSeq > 0 && req.ResumeFromSeq <= m.seq()
 	frames := [][]byte{encode(&protocol.ServerHello{
 		ProtocolVersion: protocol.Version, MatchID: m.id, PlayerIndex: req.Seat,
@@ -264,6 +304,10 @@ func (s *Seat) Intent(ctx context.Context, ci *protocol.ClientIntent) error {
 	_, concede := in.(protocol.Concede)
 	_, endTurn := in.(protocol.EndTurn)
 	switch {
+	case s.idx == protocol.SeatSpectator:
+		r := protocol.ServerIntentResult{IntentID: id, Code: protocol.RejectSpectator, Reason: "spectators cannot act", EventSeq: m.seq()}
+		s.sink.Deliver([][]byte{encode(&r)})
+		return nil
 	case m.finished:
 		reject(protocol.RejectMatchFinished, "match finished")
 		return nil
@@ -298,7 +342,7 @@ func (s *Seat) Intent(ctx context.Context, ci *protocol.ClientIntent) error {
 func (s *Seat) push(result []byte, upTo int64) {
 	m := s.m
 	clock := encode(&protocol.ServerClock{Clock: m.clock(), EventSeq: upTo})
-	for _, seat := range m.seats {
+	for _, seat := range append(m.seats[:], m.spectators...) {
 		if seat == nil || seat.closed {
 			continue
 		}

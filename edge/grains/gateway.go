@@ -168,6 +168,15 @@ func (g *Gateway) MatchExists(ctx context.Context, matchID string) (bool, error)
 	return true, nil
 }
 
+// NameSeat gives guest seat seat of matchID the name its player chose
+// (edge.Matches; actors.NameSeat).
+func (g *Gateway) NameSeat(ctx context.Context, matchID string, seat int, name string) error {
+	if _, err := g.call(ctx, matchID, &actors.NameSeat{Seat: seat, Name: name}); err != nil {
+		return fmt.Errorf("name seat %d of match %s: %w", seat, matchID, err)
+	}
+	return nil
+}
+
 // call sends one request to a grain and turns its reply into an error
 // where it is one. It does not retry: the Requester does (cluster.Node
 // retries timeouts, lost members and activations that are going away, a
@@ -218,6 +227,8 @@ func (g *Gateway) settle(matchID string, res any, err error) (*actors.Reply, err
 		return r, errNotAttached
 	case actors.ReplyReplaced:
 		return r, errReplaced
+	case actors.ReplySpectatorsFull:
+		return r, edge.ErrSpectatorsFull
 	case actors.ReplyBadRequest:
 		return r, fmt.Errorf("%w: %s", edge.ErrBadRequest, r.Message)
 	case actors.ReplyUnavailable:
@@ -287,8 +298,10 @@ func fromEnvelope(v any) any {
 // OpenSeat attaches sink to a seat: the ticket is consumed by the grain
 // (exactly once, durably), and when OpenSeat returns the sink has been given
 // the ServerHello and the snapshot or resume events (docs/protocol.md §4.2).
+// Seat protocol.SeatSpectator attaches a spectator (docs/protocol.md §14):
+// the same seat, keep-alive and re-attach, with the grain's spectator rules.
 func (g *Gateway) OpenSeat(ctx context.Context, req edge.OpenSeatRequest, sink edge.SeatSink) (edge.Seat, error) {
-	if req.Seat < 0 || req.Seat > 1 {
+	if req.Seat < 0 || req.Seat > protocol.SeatSpectator {
 		return nil, fmt.Errorf("%w: seat %d", edge.ErrBadRequest, req.Seat)
 	}
 	s := &Seat{gw: g, matchID: req.MatchID, seat: req.Seat, sink: sink, initial: make(chan struct{}), ticketExpiresMs: req.TicketExpires.UnixMilli()}

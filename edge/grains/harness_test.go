@@ -37,7 +37,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // defaults of startHarness.
 type harnessOpts struct {
 	timing   actors.Timing
-	edge     edge.Config // only the timer fields are used
+	edge     edge.Config // only the timer fields and MaxSpectators are used
 	postgres bool
 }
 
@@ -99,14 +99,14 @@ func startHarness(t *testing.T, o harnessOpts) *harness {
 		})
 		store = s
 	}
-	matches, node := grainstest.NewMatches(t, grainstest.Options{Store: store, Timing: o.timing, Logger: log})
+	matches, node := grainstest.NewMatches(t, grainstest.Options{Store: store, Timing: o.timing, Logger: log, MaxSpectators: o.edge.MaxSpectators})
 	h.store = node.Store
 
 	token := hex.EncodeToString(randomHex(t, 16))
 	cfg := edge.Config{
 		TicketKey: randomHex(t, 32), AdminToken: token, Decks: grains.DeckInfos, Logger: log,
 		HelloTimeout: o.edge.HelloTimeout, HeartbeatIdle: o.edge.HeartbeatIdle, HeartbeatTimeout: o.edge.HeartbeatTimeout,
-		CloseLinger: 100 * time.Millisecond,
+		CloseLinger: 100 * time.Millisecond, MaxSpectators: o.edge.MaxSpectators,
 	}
 	srv, err := edge.New(cfg, matches)
 	if err != nil {

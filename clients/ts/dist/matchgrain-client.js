@@ -105,7 +105,8 @@ var IntentRejectCode = {
   NotSupported: 4,
   RateLimited: 5,
   Malformed: 6,
-  Stale: 7
+  Stale: 7,
+  Spectator: 8
 };
 var ErrorCode = {
   UnsupportedVersion: 0,
@@ -117,7 +118,8 @@ var ErrorCode = {
   MatchFinished: 6,
   Internal: 7,
   HeartbeatTimeout: 8,
-  SessionReplaced: 9
+  SessionReplaced: 9,
+  SpectatorsFull: 10
 };
 var Version = 1;
 var MaxFrameBytes = 262144;
@@ -144,7 +146,9 @@ var CloseHeartbeatTimeout = 4408;
 var CloseReplaced = 4409;
 var CloseUnsupportedVersion = 4410;
 var CloseRateLimited = 4413;
+var CloseSpectatorsFull = 4429;
 var CloseInternal = 4500;
+var SeatSpectator = 2;
 var CLIENT_FRAMES = [
   { key: 0, type: "ClientHello", fields: [{ "name": "protocolVersion", "t": { "k": "int" } }, { "name": "ticket", "t": { "k": "string" } }, { "name": "clientBuild", "t": { "k": "string" } }, { "name": "resumeFromSeq", "t": { "k": "int" } }] },
   { key: 1, type: "ClientIntent", fields: [{ "name": "intentId", "t": { "k": "string" } }, { "name": "basedOnSeq", "t": { "k": "int" } }, { "name": "intent", "t": { "k": "union", "name": "Intent" } }] },
@@ -1925,7 +1929,7 @@ var ViewKeeper = class _ViewKeeper {
     v.ability = d.ability ? structuredCloneCompat(d.ability) : null;
     v.order = d.order ? structuredCloneCompat(d.order) : null;
     v.opponentChoosing = d.pending && d.player >= 0 && d.player === 1 - v.you;
-    if (d.player < 0) v.legalIntents = [];
+    if (d.player < 0 || v.you === SeatSpectator) v.legalIntents = [];
     else if (d.player === v.you) v.legalIntents = structuredCloneCompat(d.legalIntents);
     else v.legalIntents = [{ key: 17, type: "Concede", body: {} }];
     for (const pv of v.players) {
@@ -2638,6 +2642,9 @@ var Admin = class {
   }
   /** ticket issues a ticket for seat of matchId. */
   async ticket(matchId, seat) {
+    if (seat === SeatSpectator) {
+      return this.call("POST", "/api/game/spectator-tickets", { matchId });
+    }
     return this.call("POST", "/api/game/tickets", { matchId, seat });
   }
   /** ticketSource returns a TicketSource that issues a fresh ticket on every call, for SessionConfig.ticket. */
@@ -2664,6 +2671,7 @@ export {
   CloseProtocolViolation,
   CloseRateLimited,
   CloseReplaced,
+  CloseSpectatorsFull,
   CloseTicket,
   CloseUnsupportedVersion,
   DEFAULT_BACKOFF_MS,
@@ -2689,6 +2697,7 @@ export {
   ProtocolError,
   RetireCause,
   SERVER_FRAMES,
+  SeatSpectator,
   Session,
   SessionError,
   SlotBackCentre,

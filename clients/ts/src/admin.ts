@@ -3,6 +3,8 @@
 // It needs the admin bearer token: use it from servers and tools, never from
 // a page that players load.
 
+import { SeatSpectator } from "./schema.gen.js";
+
 /** PlayerSpec is one player of a new match. */
 export interface PlayerSpec {
   name: string;
@@ -91,6 +93,10 @@ export class Admin {
 
   /** ticket issues a ticket for seat of matchId. */
   async ticket(matchId: string, seat: number): Promise<TicketInfo> {
+    if (seat === SeatSpectator) {
+      // A spectator's ticket has an endpoint of its own (docs/protocol.md §14.1).
+      return this.call<TicketInfo>("POST", "/api/game/spectator-tickets", { matchId });
+    }
     return this.call<TicketInfo>("POST", "/api/game/tickets", { matchId, seat });
   }
 

@@ -160,6 +160,7 @@ export const IntentRejectCode = {
   RateLimited: 5,
   Malformed: 6,
   Stale: 7,
+  Spectator: 8,
 } as const;
 /** IntentRejectCode is one of the values of the IntentRejectCode object. */
 export type IntentRejectCode = (typeof IntentRejectCode)[keyof typeof IntentRejectCode];
@@ -176,6 +177,7 @@ export const ErrorCode = {
   Internal: 7,
   HeartbeatTimeout: 8,
   SessionReplaced: 9,
+  SpectatorsFull: 10,
 } as const;
 /** ErrorCode is one of the values of the ErrorCode object. */
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -258,7 +260,13 @@ export const CloseUnsupportedVersion = 4410;
 export const CloseRateLimited = 4413;
 
 /** WebSocket close codes (docs/protocol.md §6). */
+export const CloseSpectatorsFull = 4429;
+
+/** WebSocket close codes (docs/protocol.md §6). */
 export const CloseInternal = 4500;
+
+/** SeatSpectator is the seat of a spectator: in a spectator's ticket, its ServerHello.playerIndex and its MatchView.you. It owns nothing, so its view hides both hands and holds no legal intents (docs/protocol.md §14). */
+export const SeatSpectator = 2;
 
 // ---- DTOs ----
 

@@ -11,6 +11,7 @@ import {
   EffectTargetFaceDownDamage,
   NoWinner,
   Phase,
+  SeatSpectator,
   SlotVanguard,
   SoulCause,
   SoulOp,
@@ -477,7 +478,7 @@ export class ViewKeeper {
     v.ability = d.ability ? structuredCloneCompat(d.ability) : null;
     v.order = d.order ? structuredCloneCompat(d.order) : null;
     v.opponentChoosing = d.pending && d.player >= 0 && d.player === 1 - v.you;
-    if (d.player < 0) v.legalIntents = [];
+    if (d.player < 0 || v.you === SeatSpectator) v.legalIntents = []; // ended, or a spectator (docs/protocol.md §14.4)
     else if (d.player === v.you) v.legalIntents = structuredCloneCompat(d.legalIntents);
     else v.legalIntents = [{ key: 17, type: "Concede", body: {} }]; // the other seat decides
     // Every unit not listed stands face up at printed power and critical.

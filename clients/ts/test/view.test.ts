@@ -13,8 +13,9 @@ test("draws, a Decision and its legal intents, for the decider and the other sea
   const card = printings().find((p) => p.grade === 1)!;
   const me = ViewKeeper.fresh(0);
   const other = ViewKeeper.fresh(1);
+  const spectator = ViewKeeper.fresh(2);
   const started: Event = { key: 0, type: "GameStarted", body: { firstPlayer: 0, deckSize: [50, 50] } };
-  for (const k of [me, other]) apply(k, started);
+  for (const k of [me, other, spectator]) apply(k, started);
   apply(me, { key: 3, type: "CardsDrawn", body: { player: 0, count: 1, cards: [{ instanceId: 7, printingId: card.id }] } });
   apply(other, { key: 3, type: "CardsDrawn", body: { player: 0, count: 1, cards: [] } });
   const ride = { key: 2 as const, type: "Ride" as const, body: { printingId: card.id } };
@@ -27,6 +28,7 @@ test("draws, a Decision and its legal intents, for the decider and the other sea
     }) as unknown as Event;
   apply(me, decision([ride, concede]));
   apply(other, decision([]));
+  apply(spectator, decision([]));
 
   const mine = me.view;
   assert.equal(mine.players[0].handCount, 1);
@@ -39,6 +41,7 @@ test("draws, a Decision and its legal intents, for the decider and the other sea
   assert.equal(theirs.players[0].handCount, 1);
   assert.deepEqual(theirs.players[0].hand, [], "the other seat never sees the card");
   assert.deepEqual(other.legalIntents, [concede], "a seat that does not decide may only concede");
+  assert.deepEqual(spectator.legalIntents, [], "a spectator may send nothing");
 });
 
 test("diff ignores the clock, the match id and the names, and names every other difference", () => {

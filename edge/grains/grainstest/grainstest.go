@@ -32,6 +32,8 @@ type Options struct {
 	// Logger receives the member's, the grains' and the store's logs; nil
 	// discards them.
 	Logger *slog.Logger
+	// MaxSpectators is the grains' spectator cap (0: no spectators).
+	MaxSpectators int
 }
 
 // Node is what NewMatches started, for tests that need to look behind the
@@ -88,7 +90,7 @@ func NewMatches(t testing.TB, opts Options) (edge.Matches, *Node) {
 	var member *mgcluster.Node
 	kind, err := actors.NewMatchKind(actors.GrainDeps{
 		Store: store, Rules: actors.GameRules{}, Timing: timing, Logger: log,
-		Owner: func() string { return member.ID() },
+		Owner: func() string { return member.ID() }, MaxSpectators: opts.MaxSpectators,
 	})
 	if err != nil {
 		t.Fatalf("grainstest: match kind: %v", err)

@@ -28,6 +28,10 @@ type Options struct {
 	Edge edge.Config
 	// Timing is the match grains' timing, shared with the edge's seats.
 	Timing actors.Timing
+	// SpectatorDelayEvents and SpectatorDelay hold batches back from
+	// spectators (docs/protocol.md §14.5); Edge.MaxSpectators caps them.
+	SpectatorDelayEvents int
+	SpectatorDelay       time.Duration
 
 	// DatabaseURL selects PostgreSQL (DatabaseSchema its schema); empty
 	// means the embedded store under DataDir.
@@ -119,6 +123,7 @@ func Parse(args []string) (Options, error) {
 	lease := fs.Duration("reclaim-lease", 15*time.Second, "the reclaimer leaves a match alone if another member still in this member's view wrote it this recently")
 	probe := fs.Duration("probe-interval", 0, "memberlist probe interval (0: the cluster default, tuned for a LAN)")
 	suspMult := fs.Int("suspicion-mult", 0, "memberlist suspicion multiplier (0: the cluster default)")
+	closedHint := fs.Bool("closed-connection-hint", true, "declare a peer dead at once when its connection closed and its ports refuse connections (a killed process); false: only the probes decide, for networks whose firewalls refuse instead of dropping during a cut")
 	suspMax := fs.Int("suspicion-max-timeout-mult", 0, "upper bound of the suspicion timeout while confirmations are missing, as a multiple of the base (0: the cluster default)")
 	reqTimeout := fs.Duration("request-timeout", 0, "how long a player's call (open seat, intent, resync) or an API call waits for its match, retrying through a failover; shorter than --heartbeat-timeout (0: derived from failure detection, the crash-detection bound + 5 s, at least 10 s)")
 	gossipKey := fs.String("gossip-key", "", "base64 gossip keys (16, 24 or 32 bytes), comma-separated, the first encrypts; prefer MATCHD_GOSSIP_KEY or --gossip-key-file over the command line")
@@ -151,6 +156,9 @@ func Parse(args []string) (Options, error) {
 	gcQuietPercent := fs.Int("gc-quiet-percent", 25, "GOGC while the node is quiet (it allocates so little for its heap that collections at this GOGC would come less than 0.6 times a second; 100 otherwise): less memory for quiet connections at little CPU; 0: off; ignored when the GOGC environment variable is set")
 	procGov := fs.Bool("proc-governor", false, "run Go code on one processor while the node uses under 0.7 of a core, and on the default number from 0.8 of a core on: saves the threads woken for nothing between intents (docs/operations.md §8); ignored when the GOMAXPROCS environment variable is set")
 	demoDelay := fs.Duration("demo-delay", 400*time.Millisecond, "pause between bot moves in --demo")
+	maxSpectators := fs.Int("max-spectators", 64, "most spectators one match accepts at once (more are refused with close 4429); 0: no spectators")
+	specDelayEvents := fs.Int("spectator-delay-events", 0, "spectators see a batch of events once this many later events exist, or the match ended (against ghosting; below --resume-window; every member the same)")
+	specDelay := fs.Duration("spectator-delay", 0, "spectators see a batch of events once it is this old (against ghosting; every member the same)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -159,7 +167,8 @@ func Parse(args []string) (Options, error) {
 	}
 	o.Cluster = cluster.Config{NodeName: *nodeName, GossipAddr: *gossip, Join: splitList(*join), RemoteAddr: *remote,
 		AdvertiseRemoteAddr: *advertiseRemote, ClusterName: *cname,
-		FailureDetection: cluster.FailureDetection{ProbeInterval: *probe, SuspicionMult: *suspMult, SuspicionMaxTimeoutMult: *suspMax}}
+		FailureDetection: cluster.FailureDetection{ProbeInterval: *probe, SuspicionMult: *suspMult, SuspicionMaxTimeoutMult: *suspMax,
+			IgnoreClosedConnections: !*closedHint}}
 	o.DatabaseURL, o.DatabaseSchema, o.DataDir, o.Listen, o.TCPListen = *dburl, *dbSchema, *dataDir, *listen, *tcpListen
 	o.AdminToken, o.TicketKey = *admin, *tkey
 	o.EdgeOnly, o.Demo, o.DemoExit, o.JSONLogs, o.LogLevel = *edgeOnly, *demo, *demoExit, *jsonLogs, *level
@@ -223,6 +232,16 @@ func Parse(args []string) (Options, error) {
 	if o.Timing.BotThink >= o.Timing.DecisionTime {
 		return o, errors.New("bot-think must be shorter than decision-time")
 	}
+	switch {
+	case *maxSpectators < 0:
+		return o, fmt.Errorf("max-spectators must not be negative, got %d", *maxSpectators)
+	case *specDelayEvents < 0 || *specDelayEvents >= o.Timing.ResumeWindow:
+		return o, fmt.Errorf("spectator-delay-events (%d) must be at least 0 and below resume-window (%d)", *specDelayEvents, o.Timing.ResumeWindow)
+	case *specDelay < 0:
+		return o, fmt.Errorf("spectator-delay must not be negative, got %v", *specDelay)
+	}
+	o.Edge.MaxSpectators, o.Edge.SpectatorDelayEvents, o.Edge.SpectatorDelay = *maxSpectators, *specDelayEvents, *specDelay
+	o.SpectatorDelayEvents, o.SpectatorDelay = *specDelayEvents, *specDelay
 	o.Cluster.Security = cluster.Security{GossipKeyFile: *gossipKeyFile, Insecure: *insecure, ReloadInterval: *secretsReload}
 	if *gossipKey != "" {
 		keys, err := cluster.ParseGossipKeys(*gossipKey)
