@@ -2,7 +2,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: test alloc-test deploy-test compose-test race vet lint fuzz-smoke bench chaos-smoke simulate flake-hunt measure demo games-1m ts-test web-test web-build nemesis nemesis-soak pg-ha-soak
+.PHONY: test alloc-test deploy-test compose-test race vet lint fuzz-smoke bench chaos-smoke simulate flake-hunt measure demo games-1m ts-test web-test web-build nemesis nemesis-soak nemesis-ha pg-ha-soak
 
 ## test: vet, then the whole suite under -race with a throwaway PostgreSQL, then
 ## the TypeScript client's tests.
@@ -66,6 +66,7 @@ fuzz-smoke:
 	$(GO) test -run '^$$' -fuzz FuzzFrameReader -fuzztime $(FUZZTIME) ./protocol
 	$(GO) test -run '^$$' -fuzz FuzzUnmarshalState -fuzztime $(FUZZTIME) ./game
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./cluster/envelope
+	$(GO) test -run '^$$' -fuzz FuzzParseNotice -fuzztime $(FUZZTIME) ./cluster
 	$(GO) test -run '^$$' -fuzz FuzzDecodeEmbedded -fuzztime $(FUZZTIME) ./persistence
 	$(GO) test -run '^$$' -fuzz FuzzTicketVerify -fuzztime $(FUZZTIME) ./edge
 
@@ -138,6 +139,14 @@ nemesis:
 		--members $(NEMESIS_MEMBERS) --seed $(NEMESIS_SEED) $(NEMESIS_FLAGS); rc=$$?; rm -rf $$dir; exit $$rc
 
 ## nemesis-soak: the 30-minute soak of docs/operations.md §9 (200 matches in
-## play, every fault kind about 8 times).
+## play, every fault kind about 8 times); NEMESIS_SOAK_DURATION shortens it.
+NEMESIS_SOAK_DURATION ?= 30m
 nemesis-soak:
-	$(MAKE) nemesis NEMESIS_DURATION=30m NEMESIS_MATCHES=200
+	$(MAKE) nemesis NEMESIS_DURATION=$(NEMESIS_SOAK_DURATION) NEMESIS_MATCHES=200
+
+## nemesis-ha: make nemesis with the highly available PostgreSQL
+## (deploy/pg-ha.sh, pg_auto_failover) in the database's namespace, and the
+## primary-kill fault; NEMESIS_KINDS=primary-kill,split limits the kinds.
+NEMESIS_KINDS ?=
+nemesis-ha:
+	$(MAKE) nemesis NEMESIS_FLAGS="--pg-ha $(CURDIR)/deploy/pg-ha.sh $(if $(NEMESIS_KINDS),--kinds $(NEMESIS_KINDS)) $(NEMESIS_FLAGS)"

@@ -12,12 +12,32 @@ type decisionClock struct {
 	Start int64
 	// Bank is each seat's remaining bank at Start.
 	Bank [2]int64
+	// Awaiting marks the guest seats (matchMeta.Guests) that have not
+	// attached yet: while one has not, the clock is held, so nobody's time
+	// runs before both players are there (docs/protocol.md §9, point 9).
+	Awaiting [2]bool `msgpack:",omitempty"`
 }
 
-// newDecisionClock starts the first decision at the match's creation.
-func newDecisionClock(decider int, createdAt int64, t Timing) decisionClock {
+// newDecisionClock starts the first decision at the match's creation, or
+// holds it until every guest seat has attached once.
+func newDecisionClock(decider int, createdAt int64, guests [2]bool, t Timing) decisionClock {
 	b := t.BankTime.Milliseconds()
-	return decisionClock{Decider: decider, Start: createdAt, Bank: [2]int64{b, b}}
+	return decisionClock{Decider: decider, Start: createdAt, Bank: [2]int64{b, b}, Awaiting: guests}
+}
+
+// held reports whether the clock waits for a guest's first attach.
+func (c *decisionClock) held() bool { return c.Awaiting[0] || c.Awaiting[1] }
+
+// joined records seat's first attach at now; the last awaited guest's
+// arrival starts the current decision afresh.
+func (c *decisionClock) joined(seat int, now int64) {
+	if !c.Awaiting[seat] {
+		return
+	}
+	c.Awaiting[seat] = false
+	if !c.held() && c.Decider >= 0 {
+		c.Start = now
+	}
 }
 
 // deadline is when the free time of the current decision runs out.
@@ -25,9 +45,10 @@ func (c *decisionClock) deadline(t Timing) int64 {
 	return c.Start + t.DecisionTime.Milliseconds()
 }
 
-// timeoutAt is when the decider loses on time; 0 when the clock is stopped.
+// timeoutAt is when the decider loses on time; 0 when the clock is stopped
+// or held.
 func (c *decisionClock) timeoutAt(t Timing) int64 {
-	if c.Decider < 0 {
+	if c.Decider < 0 || c.held() {
 		return 0
 	}
 	return c.deadline(t) + c.Bank[c.Decider]
@@ -49,7 +70,7 @@ func (c *decisionClock) stop(now int64, t Timing) {
 }
 
 func (c *decisionClock) settle(now int64, t Timing) {
-	if c.Decider < 0 {
+	if c.Decider < 0 || c.held() {
 		return
 	}
 	if over := now - c.deadline(t); over > 0 {
@@ -63,6 +84,9 @@ func (c *decisionClock) view(now int64, t Timing) protocol.ClockView {
 	if c.Decider < 0 {
 		v.DecisionPlayer = -1
 		return v
+	}
+	if c.held() {
+		return v // the decider is named, no deadline runs
 	}
 	v.IsRunning = true
 	v.TurnDeadlineMs = c.deadline(t)

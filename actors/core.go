@@ -96,6 +96,9 @@ type Core struct {
 	checkpointDue bool
 	clock         decisionClock
 	absent        absence
+	// names are the names guests chose for their seats (NameSeat), durable
+	// via the log; "" leaves meta's.
+	names [2]string
 	// journal holds accepted intents by seat and id (durable via the log).
 	journal intentJournal
 	// rejected remembers rejections so a re-sent id answers the same way;
@@ -307,7 +310,7 @@ func (g *Core) recover(rec persistence.Recovery) error {
 		if err != nil {
 			return fmt.Errorf("restore engine at log seq %d: %w", rec.Snapshot.Seq, err)
 		}
-		g.engine, g.clock, g.absent, g.logSeq, g.journal = eng, ss.Clock, ss.Absent, rec.Snapshot.Seq, journal
+		g.engine, g.clock, g.absent, g.names, g.logSeq, g.journal = eng, ss.Clock, ss.Absent, ss.Names, rec.Snapshot.Seq, journal
 		g.recent.reset(eng.LastSeq() + 1)
 		if !eng.IsFinished() {
 			// A finished match is woken more often (to mark it finished,
@@ -324,7 +327,7 @@ func (g *Core) recover(rec persistence.Recovery) error {
 		g.engine = eng
 		g.recent.reset(1)
 		g.keepEvents(evs)
-		g.clock = newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.deps.Timing)
+		g.clock = newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.meta.Guests, g.deps.Timing)
 		g.absent = absence{Since: [2]int64{g.meta.CreatedAt, g.meta.CreatedAt}}
 		for s := range 2 {
 			if g.isBot(s) {
@@ -417,9 +420,16 @@ func (g *Core) apply(e logEntry) ([]protocol.EventEnvelope, error) {
 		}
 		if e.Present {
 			g.absent.Since[e.Seat] = 0
+			g.clock.joined(e.Seat, e.At)
 		} else {
 			g.absent.Since[e.Seat] = e.At
 		}
+		return nil, nil
+	case entryName:
+		if e.Seat < 0 || e.Seat > 1 || e.Name == "" {
+			return nil, fmt.Errorf("name %q for seat %d", e.Name, e.Seat)
+		}
+		g.names[e.Seat] = e.Name
 		return nil, nil
 	}
 	return nil, fmt.Errorf("unknown log entry kind %d", e.Kind)
@@ -530,7 +540,7 @@ func (g *Core) snapshot() {
 		g.log.Error("marshal engine state", "err", err)
 		return
 	}
-	ss := newSnapshot(state, g.clock, g.absent, g.journal)
+	ss := newSnapshot(state, g.clock, g.absent, g.names, g.journal)
 	data, err := encodeInternal(ss)
 	if err != nil {
 		g.log.Error("encode snapshot", "err", err)
@@ -626,6 +636,8 @@ func (g *Core) onMessage(msg any) {
 		g.onDetach(v)
 	case *SeatPing:
 		g.onSeatPing(v)
+	case *NameSeat:
+		g.onNameSeat(v)
 	case *envelope.Unknown:
 		g.log.Warn("ignoring unknown message type", "type", v.Type)
 		g.respond(&Reply{Code: ReplyBadRequest, Message: "unknown message"})
@@ -633,6 +645,14 @@ func (g *Core) onMessage(msg any) {
 		g.log.Warn("ignoring unexpected message", "type", fmt.Sprintf("%T", v))
 		g.respond(&Reply{Code: ReplyBadRequest, Message: "unexpected message"})
 	}
+}
+
+// name is the display name of seat: the one its guest chose, or meta's.
+func (g *Core) name(seat int) string {
+	if n := g.names[seat]; n != "" {
+		return n
+	}
+	return g.meta.Names[seat]
 }
 
 // seenEpoch is the newest activation epoch the sender of m has seen (0 if
@@ -704,7 +724,7 @@ func (g *Core) replayLog(toLogSeq, wantEventSeq int64) ([]protocol.EventEnvelope
 	}
 	scratch := &Core{deps: g.deps, id: g.id, log: g.log, meta: g.meta, engine: eng,
 		journal: intentJournal{},
-		clock:   newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.deps.Timing)}
+		clock:   newDecisionClock(eng.Decider(), g.meta.CreatedAt, g.meta.Guests, g.deps.Timing)}
 	for i, le := range head {
 		if le.Seq != int64(i)+1 {
 			return nil, fmt.Errorf("log gap: entry %d, want %d", le.Seq, i+1)

@@ -22,6 +22,9 @@ type MatchSpec struct {
 	// Bots marks the seats the match grain plays itself (a training match);
 	// no connection can take such a seat.
 	Bots [2]bool
+	// Guests marks the seats left for a player who joins later (a friend
+	// match): the decision clock is held until each has attached once.
+	Guests [2]bool
 	// Seed is the engine seed; nil picks a random one.
 	Seed *uint64
 }
@@ -51,7 +54,8 @@ func CreateMatch(ctx context.Context, store persistence.Store, rules Rules, spec
 	if err != nil {
 		return "", err
 	}
-	meta, err := EncodeMatchMeta(names, decks, s, time.Now().UnixMilli(), spec.Bots, rules)
+	meta, err := encodeMatchMeta(matchMeta{Names: names, Decks: decks, Seed: s, CreatedAt: time.Now().UnixMilli(),
+		Bots: spec.Bots, Guests: spec.Guests}, rules)
 	if err != nil {
 		return "", err
 	}

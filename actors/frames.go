@@ -28,7 +28,7 @@ func (g *Core) view(seat int) protocol.MatchView {
 	v.EventSeq = g.engine.LastSeq()
 	v.Clock = g.clock.view(g.now(), g.deps.Timing)
 	for i := range v.Players {
-		v.Players[i].Name = g.meta.Names[i]
+		v.Players[i].Name = g.name(i)
 	}
 	// Conceding is always possible while the match runs (docs/protocol.md §9.16), and the
 	// server, not the engine, handles it; a spectator may do nothing.

@@ -28,6 +28,10 @@ type matchMeta struct {
 	// with; a member running other rules refuses to activate it. Empty in
 	// matches created before pinning: those run anywhere.
 	Version string `msgpack:"v,omitempty"`
+	// Guests marks the seats left for a player who joins later through an
+	// invite (a friend match): the decision clock waits for each one's
+	// first attach. Matches created before it have none.
+	Guests [2]bool `msgpack:"g,omitempty"`
 }
 
 // entryKind tells what a command-log entry records.
@@ -37,6 +41,7 @@ const (
 	entryIntent   entryKind = 1 // a player's accepted intent (Concede included)
 	entryFinish   entryKind = 2 // a server-decided end: timeout or absence
 	entryPresence entryKind = 3 // a seat gained or lost its transport
+	entryName     entryKind = 4 // a guest named its seat (NameSeat)
 )
 
 // logEntry is one durable command. At is the server time the grain applied
@@ -51,6 +56,7 @@ type logEntry struct {
 	Loser    int       `msgpack:"l,omitempty"`
 	Reason   int       `msgpack:"r,omitempty"`
 	Present  bool      `msgpack:"o,omitempty"`
+	Name     string    `msgpack:"n,omitempty"`
 }
 
 // journalEntry is an accepted intent's result as snapshot version 1 stored
@@ -73,6 +79,8 @@ type grainSnapshot struct {
 	// Digests is the idempotency journal of a version 2 snapshot, as
 	// intentJournal.encode writes it.
 	Digests []byte `msgpack:"d,omitempty"`
+	// Names are the names guests chose for their seats ("" where none did).
+	Names [2]string `msgpack:"n,omitempty"`
 }
 
 // snapshotVersion is the version written. 2 stores the idempotency journal
@@ -82,8 +90,8 @@ type grainSnapshot struct {
 const snapshotVersion = 2
 
 // newSnapshot is the snapshot of g's durable state, in the current format.
-func newSnapshot(engine []byte, clock decisionClock, absent absence, j intentJournal) grainSnapshot {
-	return grainSnapshot{Version: snapshotVersion, Engine: engine, Clock: clock, Absent: absent, Digests: j.encode()}
+func newSnapshot(engine []byte, clock decisionClock, absent absence, names [2]string, j intentJournal) grainSnapshot {
+	return grainSnapshot{Version: snapshotVersion, Engine: engine, Clock: clock, Absent: absent, Names: names, Digests: j.encode()}
 }
 
 // journal returns the snapshot's idempotency journal, from either version.
@@ -152,7 +160,7 @@ var logBufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func writeLogEntry(enc *msgpack.Encoder, e *logEntry) error {
 	n := 3
-	for _, set := range [...]bool{e.IntentID != "", len(e.Frame) > 0, e.Loser != 0, e.Reason != 0, e.Present} {
+	for _, set := range [...]bool{e.IntentID != "", len(e.Frame) > 0, e.Loser != 0, e.Reason != 0, e.Present, e.Name != ""} {
 		if set {
 			n++
 		}
@@ -190,6 +198,11 @@ func writeLogEntry(enc *msgpack.Encoder, e *logEntry) error {
 	}
 	if e.Present {
 		if err := encodeField(enc, "o", func() error { return enc.EncodeBool(true) }); err != nil {
+			return err
+		}
+	}
+	if e.Name != "" {
+		if err := encodeField(enc, "n", func() error { return enc.EncodeString(e.Name) }); err != nil {
 			return err
 		}
 	}

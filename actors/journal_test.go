@@ -38,7 +38,9 @@ func TestEncodeLogEntryMatchesMarshal(t *testing.T) {
 		{Kind: entryFinish, At: 1764685932123, Loser: 70000, Reason: -40000},
 		{Kind: entryPresence, At: 1764685932123, Seat: 1, Present: true},
 		{Kind: entryPresence, At: 1764685932123, Seat: 0, Present: false},
-		{Kind: 255, At: -1 << 62, Seat: -129, Loser: 128, Reason: 1 << 33, Present: true, IntentID: "z", Frame: []byte{1}},
+		{Kind: entryName, At: 1764685932123, Seat: 1, Name: "Bea"},
+		{Kind: entryName, At: 1764685932123, Seat: 1, Name: strings.Repeat("é", 100)},
+		{Kind: 255, At: -1 << 62, Seat: -129, Loser: 128, Reason: 1 << 33, Present: true, IntentID: "z", Frame: []byte{1}, Name: "n"},
 	}
 	for i, e := range entries {
 		want, err := msgpack.Marshal(e)
@@ -55,6 +57,9 @@ func TestEncodeLogEntryMatchesMarshal(t *testing.T) {
 		var back logEntry
 		if err := decodeInternal(got, &back); err != nil {
 			t.Fatalf("entry %d: %v", i, err)
+		}
+		if back.Name != e.Name {
+			t.Fatalf("entry %d: name %q decoded as %q", i, e.Name, back.Name)
 		}
 	}
 	// The returned slice is the caller's: a later encoding must not reuse it.
@@ -194,7 +199,7 @@ func TestSnapshotJournalVersions(t *testing.T) {
 	if !sameJournal(got, want) {
 		t.Fatalf("version 1 journal = %v, want %v", got, want)
 	}
-	v2 := newSnapshot(nil, decisionClock{}, absence{}, want)
+	v2 := newSnapshot(nil, decisionClock{}, absence{}, [2]string{}, want)
 	if v2.Version != 2 || v2.Journal != nil {
 		t.Fatalf("new snapshot: version %d, %d id entries", v2.Version, len(v2.Journal))
 	}

@@ -110,6 +110,14 @@ type PingedSeat struct {
 	SessionID string
 }
 
+// NameSeat gives a guest seat (MatchSpec.Guests) the name its player chose
+// when redeeming the invite. The first name stands: a later NameSeat for
+// the same seat (a retried redemption) changes nothing and is answered OK.
+type NameSeat struct {
+	Seat int
+	Name string
+}
+
 // ReplyCode classifies a grain's Reply.
 type ReplyCode int
 
@@ -200,4 +208,5 @@ func init() {
 	envelope.Register("mg.Reply", func() any { return &Reply{} })
 	envelope.Register("mg.SeatFrames", func() any { return &SeatFrames{} })
 	envelope.Register("mg.SeatDetached", func() any { return &SeatDetached{} })
+	envelope.Register("mg.NameSeat", func() any { return &NameSeat{} })
 }

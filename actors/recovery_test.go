@@ -643,3 +643,134 @@ func TestGrainMarksFinishedMatchOnReactivation(t *testing.T) {
 		})
 	}
 }
+
+// createFriendMatch creates a match whose seat 1 is a guest's (a friend
+// match), Ann against "Friend".
+func (tn *testNode) createFriendMatch(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	seed := uint64(0)
+	id, err := CreateMatch(ctx, tn.store, tn.rules, MatchSpec{Names: [2]string{"Ann", "Friend"}, Decks: [2]string{"S1", "S2"},
+		Guests: [2]bool{false, true}, Seed: &seed})
+	if err != nil {
+		t.Fatalf("create match: %v", err)
+	}
+	if _, err := tn.call(ctx, id, &Wake{}); err != nil {
+		t.Fatalf("wake match: %v", err)
+	}
+	return id
+}
+
+// A friend match's first decision clock is held until the guest's seat
+// has attached once (docs/protocol.md §9, point 9): the creator may wait
+// for a friend far longer than decision time and bank together without
+// anyone losing on time, and once the friend is there the clock runs as in
+// any match.
+func TestGrainGuestClockWaitsForFirstAttach(t *testing.T) {
+	timing := fastTiming()
+	timing.DecisionTime = 150 * time.Millisecond
+	timing.BankTime = 200 * time.Millisecond
+	timing.ClockInterval = 50 * time.Millisecond
+	timing.SeatKeepAlive = 2 * time.Second // no re-attach noise in the clock frames
+	tn := startTestNode(t, timing)
+	created := time.Now().UnixMilli()
+	id := tn.createFriendMatch(t)
+	_, k0 := tn.open(t, id, 0, 0)
+	expectFrame[*protocol.ServerHello](t, k0)
+	snap := expectFrame[*protocol.ServerSnapshot](t, k0)
+	decider := snap.View.Clock.DecisionPlayer
+	if c := snap.View.Clock; c.IsRunning || c.TurnDeadlineMs != 0 || decider < 0 {
+		t.Fatalf("creator's clock before the friend joined = %+v, want held (not running, no deadline, a decider)", c)
+	}
+	// The server's own clock frames say how long it has waited: three times
+	// decision time and bank together, with the clock held all along.
+	waitUntil := created + 3*(timing.DecisionTime+timing.BankTime).Milliseconds()
+	deadline := time.After(10 * time.Second)
+	for waited := false; !waited; {
+		select {
+		case f := <-k0.frames:
+			switch f := f.(type) {
+			case *protocol.ServerClock:
+				if f.Clock.IsRunning || f.Clock.TurnDeadlineMs != 0 {
+					t.Fatalf("clock ran before the friend joined: %+v", f.Clock)
+				}
+				waited = f.Clock.ServerTimeMs >= waitUntil
+			case *protocol.ServerEvents:
+				t.Fatalf("events before the friend joined: %+v", f.Events)
+			}
+		case <-deadline:
+			t.Fatalf("no ServerClock at or after %d within 10 s", waitUntil)
+		}
+	}
+	joined := time.Now()
+	_, k1 := tn.open(t, id, 1, 0)
+	expectFrame[*protocol.ServerHello](t, k1)
+	c := expectFrame[*protocol.ServerSnapshot](t, k1).View.Clock
+	if !c.IsRunning || c.DecisionPlayer != decider || c.TurnDeadlineMs < joined.UnixMilli()+timing.DecisionTime.Milliseconds() ||
+		c.Bank0Ms != timing.BankTime.Milliseconds() || c.Bank1Ms != timing.BankTime.Milliseconds() {
+		t.Fatalf("clock once the friend joined = %+v, want seat %d's full decision time from %d and full banks", c, decider, joined.UnixMilli())
+	}
+	for _, k := range []*frameSink{k0, k1} {
+		fin := waitFinished(t, k)
+		if fin.Winner != 1-decider || fin.Reason != protocol.FinishTimeout {
+			t.Fatalf("finished = %+v, want seat %d winning on timeout", fin, 1-decider)
+		}
+	}
+	if el := time.Since(joined); el < timing.DecisionTime+timing.BankTime {
+		t.Fatalf("timeout fired %v after the friend joined, before decision+bank (%v)", el, timing.DecisionTime+timing.BankTime)
+	}
+}
+
+// A guest names its seat once (NameSeat); the name and a still-held clock
+// come back on a new activation, from the log and from a snapshot alike.
+func TestGrainGuestNameAndHeldClockSurviveReactivation(t *testing.T) {
+	for _, every := range []int{1, 100} {
+		t.Run(fmt.Sprintf("snapshot-every-%d", every), func(t *testing.T) {
+			timing := fastTiming()
+			timing.SnapshotEvery = every
+			tn := startTestNode(t, timing)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			id := tn.createFriendMatch(t)
+			first, k0 := tn.open(t, id, 0, 0)
+			expectFrame[*protocol.ServerHello](t, k0)
+			if v := expectFrame[*protocol.ServerSnapshot](t, k0).View; v.Players[1].Name != "Friend" {
+				t.Fatalf("friend's name before naming: %q", v.Players[1].Name)
+			}
+			if _, err := tn.call(ctx, id, &NameSeat{Seat: 1, Name: "Bea"}); err != nil {
+				t.Fatalf("name seat 1: %v", err)
+			}
+			if v := expectFrame[*protocol.ServerSnapshot](t, k0).View; v.Players[1].Name != "Bea" || v.Players[0].Name != "Ann" {
+				t.Fatalf("the creator's view after naming: %q", []string{v.Players[0].Name, v.Players[1].Name})
+			}
+			if _, err := tn.call(ctx, id, &NameSeat{Seat: 1, Name: "Cleo"}); err != nil {
+				t.Fatalf("name seat 1 again: %v", err)
+			}
+			if _, err := tn.call(ctx, id, &NameSeat{Seat: 0, Name: "Mallory"}); !errors.Is(err, ErrBadRequest) {
+				t.Fatalf("naming the creator's seat: %v, want ErrBadRequest", err)
+			}
+			// Another activation claims the match before the friend has come;
+			// the creator leaves, and that write finds this activation fenced.
+			// The creator's next visit meets a new one, rebuilt from the store.
+			if _, err := tn.store.Inner().Claim(ctx, id, "intruder"); err != nil {
+				t.Fatalf("intruding claim: %v", err)
+			}
+			first.Close(true)
+			s0, k0 := tn.open(t, id, 0, 0)
+			expectFrame[*protocol.ServerHello](t, k0)
+			v := expectFrame[*protocol.ServerSnapshot](t, k0).View
+			if v.Players[1].Name != "Bea" || v.Clock.IsRunning || v.Clock.TurnDeadlineMs != 0 {
+				t.Fatalf("after reactivation: friend %q, clock %+v; want Bea and a held clock", v.Players[1].Name, v.Clock)
+			}
+			_, k1 := tn.open(t, id, 1, 0)
+			expectFrame[*protocol.ServerHello](t, k1)
+			if v := expectFrame[*protocol.ServerSnapshot](t, k1).View; v.Players[1].Name != "Bea" || !v.Clock.IsRunning {
+				t.Fatalf("the friend's own view: name %q, clock %+v; want Bea and a running clock", v.Players[1].Name, v.Clock)
+			}
+			if v := fullView(t, s0, k0); !v.Clock.IsRunning {
+				t.Fatalf("the creator's clock once the friend came: %+v", v.Clock)
+			}
+		})
+	}
+}

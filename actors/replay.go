@@ -129,7 +129,7 @@ func ReplayMatch(rules Rules, timing Timing, meta []byte, snap *persistence.Snap
 	}
 	r.Events, r.EventsSHA256 = len(all), hex.EncodeToString(h.Sum(nil))
 	r.Version, r.RulesVersion = full.meta.Version, RulesVersion(rules)
-	r.Names, r.Decks, r.Seed, r.CreatedAt = full.meta.Names, full.meta.Decks, full.meta.Seed, full.meta.CreatedAt
+	r.Names, r.Decks, r.Seed, r.CreatedAt = [2]string{full.name(0), full.name(1)}, full.meta.Decks, full.meta.Seed, full.meta.CreatedAt
 	r.LogSeq, r.EventSeq, r.Finished = full.logSeq, full.engine.LastSeq(), full.engine.IsFinished()
 	r.Decider, r.DecisionStart, r.Banks = full.clock.Decider, full.clock.Start, full.clock.Bank
 	r.AbsentSince, r.Intents = full.absent.Since, full.journal.len()
@@ -137,7 +137,7 @@ func ReplayMatch(rules Rules, timing Timing, meta []byte, snap *persistence.Snap
 }
 
 // stateBytes is what the log determines, encoded: the engine state, the
-// decision clock and the remembered intents. Absence is left out: an
+// decision clock, the guests' names and the remembered intents. Absence is left out: an
 // activation marks connected seats absent in memory (connections do not
 // survive it), and a later snapshot stores that without a log entry.
 func stateBytes(g *Core) ([]byte, error) {
@@ -145,7 +145,7 @@ func stateBytes(g *Core) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replay: marshal engine state: %w", err)
 	}
-	return encodeInternal(newSnapshot(eng, g.clock, absence{}, g.journal))
+	return encodeInternal(newSnapshot(eng, g.clock, absence{}, g.names, g.journal))
 }
 
 // sameAsSnapshot compares g (rebuilt from the log up to the snapshot's
@@ -160,7 +160,7 @@ func sameAsSnapshot(g *Core, snap *persistence.Snapshot) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("replay: snapshot: %w", err)
 	}
-	stored, err := encodeInternal(newSnapshot(ss.Engine, ss.Clock, absence{}, journal))
+	stored, err := encodeInternal(newSnapshot(ss.Engine, ss.Clock, absence{}, ss.Names, journal))
 	if err != nil {
 		return false, fmt.Errorf("replay: encode snapshot: %w", err)
 	}
@@ -250,7 +250,7 @@ func DecodeLogRecord(le persistence.LogEntry) (LogRecord, error) {
 	return e.record(le.Seq), nil
 }
 
-var entryKindNames = map[entryKind]string{entryIntent: "intent", entryFinish: "finish", entryPresence: "presence"}
+var entryKindNames = map[entryKind]string{entryIntent: "intent", entryFinish: "finish", entryPresence: "presence", entryName: "name"}
 
 func (e *logEntry) record(seq int64) LogRecord {
 	return LogRecord{Seq: seq, Kind: entryKindNames[e.Kind], At: e.At, Seat: e.Seat, IntentID: e.IntentID,
@@ -261,5 +261,11 @@ func (e *logEntry) record(seq int64) LogRecord {
 // (persistence.Store.CreateMatch): CreateMatch's, and that of tools and the
 // simulator that write matches themselves.
 func EncodeMatchMeta(names, decks [2]string, seed uint64, createdAtMs int64, bots [2]bool, rules Rules) ([]byte, error) {
-	return encodeInternal(matchMeta{Names: names, Decks: decks, Seed: seed, CreatedAt: createdAtMs, Bots: bots, Version: RulesVersion(rules)})
+	return encodeMatchMeta(matchMeta{Names: names, Decks: decks, Seed: seed, CreatedAt: createdAtMs, Bots: bots}, rules)
+}
+
+// encodeMatchMeta encodes m pinned to rules' version.
+func encodeMatchMeta(m matchMeta, rules Rules) ([]byte, error) {
+	m.Version = RulesVersion(rules)
+	return encodeInternal(m)
 }

@@ -78,8 +78,16 @@ func (g *Core) onAttach(m *AttachSeat) {
 	}
 	g.seats[m.Seat] = &attachment{pid: pid, sessionID: m.SessionID, lastSeen: g.now(), ticketExpiresMs: m.TicketExpiresMs}
 	if g.absent.Since[m.Seat] != 0 && !g.engine.IsFinished() {
+		held := g.clock.held()
 		if _, ok := g.commit(logEntry{Kind: entryPresence, At: g.now(), Seat: m.Seat, Present: true}); !ok {
 			return
+		}
+		if held && !g.clock.held() {
+			// The guest came: the other seat's clock runs from now, and it
+			// should not learn so only at the next periodic ServerClock.
+			if other := g.seats[1-m.Seat]; other != nil {
+				g.send(other.pid, &SeatFrames{Epoch: g.epoch, Frames: []OutFrame{g.clockFrame()}})
+			}
 		}
 	}
 	g.absent.Since[m.Seat] = 0
@@ -458,4 +466,35 @@ func (g *Core) scheduleTick() {
 		next = at
 	}
 	g.rd.Tick, g.rd.TickIn = true, max(time.Duration(next-now)*time.Millisecond, time.Millisecond)
+}
+
+// maxSeatNameBytes bounds a name a guest gives its seat; the edge checks
+// names more strictly (characters, length in runes) before they get here.
+const maxSeatNameBytes = 256
+
+// onNameSeat records the name a guest chose (NameSeat): durably, so that
+// every activation shows it, and at once to every attached seat, as a
+// snapshot, since names travel only in views.
+func (g *Core) onNameSeat(m *NameSeat) {
+	if m.Seat < 0 || m.Seat > 1 || !g.meta.Guests[m.Seat] {
+		g.respond(&Reply{Code: ReplyBadRequest, Message: "not a guest seat"})
+		return
+	}
+	if m.Name == "" || len(m.Name) > maxSeatNameBytes {
+		g.respond(&Reply{Code: ReplyBadRequest, Message: fmt.Sprintf("name of %d bytes, want 1..%d", len(m.Name), maxSeatNameBytes)})
+		return
+	}
+	if g.names[m.Seat] != "" || g.engine.IsFinished() {
+		g.respond(&Reply{Code: ReplyOK}) // the first name stands
+		return
+	}
+	if _, ok := g.commit(logEntry{Kind: entryName, At: g.now(), Seat: m.Seat, Name: m.Name}); !ok {
+		return
+	}
+	for s, a := range g.seats {
+		if a != nil {
+			g.send(a.pid, &SeatFrames{Epoch: g.epoch, Frames: []OutFrame{g.snapshotFrame(s)}})
+		}
+	}
+	g.respond(&Reply{Code: ReplyOK})
 }

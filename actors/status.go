@@ -45,7 +45,7 @@ type StatusClock struct {
 func (g *Core) status() *MatchStatus {
 	v := g.engine.View(0)
 	st := &MatchStatus{
-		MatchID: g.id, Owner: g.deps.Owner(), Epoch: g.epoch, Names: g.meta.Names, Decks: g.meta.Decks,
+		MatchID: g.id, Owner: g.deps.Owner(), Epoch: g.epoch, Names: [2]string{g.name(0), g.name(1)}, Decks: g.meta.Decks,
 		Bots: g.meta.Bots, CreatedAt: g.meta.CreatedAt, LogSeq: g.logSeq, EventSeq: g.engine.LastSeq(),
 		Turn: v.TurnNumber, Decider: g.engine.Decider(), Finished: g.engine.IsFinished(), Winner: v.Winner,
 		Clock: StatusClock(g.clock.view(g.now(), g.deps.Timing)),

@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,7 @@ type provider struct {
 
 	joined   chan struct{} // closed once a seed answered (at once without seeds)
 	poke     chan struct{} // capacity 1: a pending publish
+	bump     chan struct{} // capacity 1: a pending incarnation bump (bumpLoop)
 	stop     chan struct{} // closed once to stop the loops
 	loopDone chan struct{}
 	stopOnce sync.Once
@@ -72,6 +74,10 @@ type provider struct {
 	departed map[string]time.Time
 
 	badMetaOnce sync.Once
+	// lastIgnored is the side of the last eviction notice ignored, so each
+	// is logged once.
+	lastIgnored atomic.Pointer[string]
+	obeyedOnce  sync.Once
 
 	// verify, if set, proves that a peer's remote passes this member's
 	// mutual TLS (Security.TLS); a peer enters the topology, and so gets
@@ -114,6 +120,7 @@ func newProvider(mlConfig *memberlist.Config, seeds []string, republish, leaveWa
 		leaveWait: leaveWait,
 		log:       log,
 		poke:      make(chan struct{}, 1),
+		bump:      make(chan struct{}, 1),
 		joined:    make(chan struct{}),
 		live:      map[string]liveNode{},
 		trust:     map[string]*peerTrust{},
@@ -161,6 +168,7 @@ func (p *provider) StartMember(c *pcluster.Cluster) error {
 
 	go p.publishLoop()
 	go p.joinLoop()
+	go p.bumpLoop()
 	p.kick()
 	return nil
 }
@@ -272,11 +280,15 @@ func (p *provider) publish() {
 			delete(p.departed, name)
 		}
 	}
+	var notice []byte
+	if len(revenants) > 0 {
+		notice = evictionNotice(p.sideLocked())
+	}
 	p.liveMu.Unlock()
 	p.c.MemberList.UpdateClusterTopology(members)
 	for _, a := range revenants {
 		// Best effort over UDP; repeated on every publish while it stays.
-		if err := p.ml.SendToAddress(a, evictedNotice); err != nil {
+		if err := p.ml.SendToAddress(a, notice); err != nil {
 			p.log.Debug("cluster: eviction notice not sent", slog.String("node", a.Name), slog.Any("error", err))
 		}
 	}
@@ -420,9 +432,100 @@ func (p *provider) otherSeeds() []string {
 	return out
 }
 
-// evictedNotice is the memberlist user message that tells a member its peers
-// declared it dead (see Node.Evicted).
+// Eviction notices. A member tells each revenant (a member it declared
+// dead that memberlist readmitted) that it was evicted: protoactor blocked
+// the revenant's ID here for good, so it must restart (Node.Evicted).
+//
+// After a partition heals, both sides are revenants to each other, and each
+// side's protoactor blocked the other's IDs; exactly one side must restart,
+// and it must be the smaller one, or a single cut-off member restarts the
+// whole majority. The notice therefore carries the sender's side: the
+// members the sender has in its view and did not declare dead, itself
+// included. The receiver compares it with its own side (obeys): two sides
+// that share no member come from a clean partition, and the smaller one
+// yields (on a tie, the one without the smallest member ID, so exactly one
+// side yields). Sides that share members mean the receiver did not take part
+// in a partition with the sender (it stalled, or its probes failed one way)
+// and it obeys, as the member the others declared dead.
+//
+// The notice is evictedNotice, then one line per member of the sender's
+// side. A notice without lines (a member of an older version) is obeyed.
 var evictedNotice = []byte("matchgrain/cluster: evicted")
+
+// maxNoticeSide bounds the member names a received notice may carry; a
+// cluster larger than this is far beyond what one notice's datagram holds
+// anyway.
+const maxNoticeSide = 1000
+
+// evictionNotice encodes a notice naming side.
+func evictionNotice(side []string) []byte {
+	b := bytes.Clone(evictedNotice)
+	for _, name := range side {
+		b = append(b, '\n')
+		b = append(b, name...)
+	}
+	return b
+}
+
+// parseNotice decodes an eviction notice: ok is false for any other
+// message, side is nil for a notice without a side.
+func parseNotice(msg []byte) (side []string, ok bool) {
+	rest, found := bytes.CutPrefix(msg, evictedNotice)
+	if !found || (len(rest) > 0 && rest[0] != '\n') {
+		return nil, false
+	}
+	if len(rest) == 0 {
+		return nil, true
+	}
+	for _, name := range bytes.Split(rest[1:], []byte{'\n'}) {
+		if len(side) == maxNoticeSide {
+			break
+		}
+		side = append(side, string(name))
+	}
+	return side, true
+}
+
+// sideLocked returns this member's side, sorted: every member in its view
+// it did not declare dead, itself included. Called with liveMu held.
+func (p *provider) sideLocked() []string {
+	side := make([]string, 0, len(p.live))
+	for name := range p.live {
+		if _, gone := p.departed[name]; !gone {
+			side = append(side, name)
+		}
+	}
+	slices.Sort(side)
+	return side
+}
+
+// obeys reports whether this member yields to an eviction notice whose
+// sender's side is other (nil: unknown, from an older member), and this
+// member's side.
+func (p *provider) obeys(other []string) (mine []string, ok bool) {
+	p.liveMu.Lock()
+	mine = p.sideLocked()
+	p.liveMu.Unlock()
+	return mine, other == nil || yields(mine, other)
+}
+
+// yields reports whether the side mine, told by a member of side other
+// that it was declared dead, must restart (see the comment on evictedNotice).
+func yields(mine, other []string) bool {
+	for _, name := range other {
+		if slices.Contains(mine, name) {
+			return true
+		}
+	}
+	if len(other) != len(mine) {
+		return len(other) > len(mine)
+	}
+	return len(other) > 0 && slices.Min(other) < slices.Min(mine)
+}
+
+// IgnoredEvictionMsg is the message of the WARN line logged when this
+// member ignores an eviction notice from the smaller side of a partition.
+const IgnoredEvictionMsg = "cluster: ignoring an eviction notice from the smaller side of a healed partition; that side restarts"
 
 // departedTTL bounds how long a departed member is remembered; memberlist
 // forgets dead nodes well before (GossipToTheDeadTime, DeadNodeReclaimTime).
@@ -444,8 +547,22 @@ func (d metaDelegate) NodeMeta(int) []byte { return d.p.meta }
 
 // NotifyMsg receives user messages; memberlist may reuse msg after return.
 func (d metaDelegate) NotifyMsg(msg []byte) {
-	if bytes.Equal(msg, evictedNotice) && d.p.evicted != nil {
+	side, ok := parseNotice(msg)
+	if !ok || d.p.evicted == nil {
+		return
+	}
+	if mine, ok := d.p.obeys(side); ok {
+		// Notices repeat every republish tick: log the first.
+		d.p.obeyedOnce.Do(func() {
+			d.p.log.Warn("cluster: eviction notice obeyed", slog.Any("their_side", side), slog.Any("my_side", mine))
+		})
 		d.p.evicted()
+		return
+	}
+	// Notices repeat every republish tick: log each side once.
+	key := strings.Join(side, ",")
+	if prev := d.p.lastIgnored.Swap(&key); prev == nil || *prev != key {
+		d.p.log.Warn(IgnoredEvictionMsg, slog.Any("their_side", side))
 	}
 }
 
@@ -471,8 +588,44 @@ func (p *provider) setLive(n *memberlist.Node, alive bool) {
 		delete(p.trust, n.Name)
 		if n.Name != p.mlConfig.Name {
 			p.departed[n.Name] = time.Now()
+			select {
+			case p.bump <- struct{}{}:
+			default:
+			}
 		}
 	}
 	p.liveMu.Unlock()
 	p.kick()
+}
+
+// bumpLoop raises this member's incarnation whenever it saw a peer declared
+// dead. A partition's two sides declare each other dead; after the heal,
+// the cut-off side's gossip still carries those verdicts (dead and suspect
+// messages, push/pull state), and memberlist accepts a verdict on a member
+// unless it names an older incarnation than the one it knows. Without the
+// bump, a member of the majority would apply the cut-off side's verdict on
+// another member of the majority, protoactor would block that member's ID
+// for good, and one of the two would have to restart. With it, every
+// member that took part in declaring the cut-off side dead has told its
+// own side a newer incarnation, so verdicts formed across the partition
+// are ignored there. (A member that really died cannot refute, so nothing
+// is delayed: the bump costs one alive broadcast per departure.)
+func (p *provider) bumpLoop() {
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-p.bump:
+		}
+		// Never after a leave: an alive message with a newer incarnation
+		// would undo it on the peers. UpdateNode raises the incarnation and
+		// queues its broadcast at once, then waits for the broadcast to go
+		// out; a timeout only ends that wait, kept short so as not to hold
+		// up a leave.
+		p.mu.Lock()
+		if !p.left && !p.shutdown {
+			_ = p.ml.UpdateNode(time.Millisecond) // only "timeout waiting for update broadcast"
+		}
+		p.mu.Unlock()
+	}
 }

@@ -47,9 +47,10 @@
 #   PGHA_CLIENTS     the client network trusted without a password (default
 #                    PGHA_LISTEN/32).
 #   PGHA_FAST_FAILOVER  1 (default) tunes the monitor's health checks and
-#                    demote timeout down, so that a dead node is replaced
-#                    within seconds; 0 keeps pg_auto_failover's defaults
-#                    (about a minute for a whole node).
+#                    demote timeout and the keepers' network partition
+#                    timeout down, so that a dead node is replaced within
+#                    seconds; 0 keeps pg_auto_failover's defaults (about a
+#                    minute for a whole node).
 #   PG_BIN           directory with initdb/pg_ctl (default: PostgreSQL 15's).
 #   PG_START_TIMEOUT seconds to wait for each step (default 90).
 #
@@ -148,6 +149,10 @@ init_data() {
 		echo "shared_buffers = '64MB'"
 		echo "max_connections = 300"
 		echo "unix_socket_directories = '$DIR/sock'"
+		# A standby whose primary restarted (its postmaster killed alone)
+		# reconnects within half a second, not the default 5 s; until it has,
+		# every synchronous commit waits.
+		echo "wal_retrieve_retry_interval = '500ms'"
 		[[ "$fast" == 1 ]] && echo "fsync = off"
 		true
 	} | as_pg bash -c "cat >>'$data/postgresql.auto.conf'"
@@ -183,17 +188,20 @@ start_monitor_first() {
 		{ tail -n 30 "$DIR/monitor.log" >&2; die "pg_autoctl create monitor failed"; }
 	as_pg pg_autoctl config set --pgdata "$DIR/monitor" postgresql.listen_addresses "$PGHA_LISTEN" >/dev/null
 	if [[ "$PGHA_FAST_FAILOVER" == 1 ]]; then
-		# The monitor probes every node each second and gives up on one after
-		# one failed retry; a primary that stops reporting is demoted after
-		# 2 s instead of 30. Promotion of the standby then takes seconds, not
-		# a minute (docs/operations.md, "Highly available PostgreSQL").
+		# The monitor probes every node twice a second and gives up on one
+		# after one failed retry; a node whose probe fails and whose keeper
+		# has not reported for 1 s is unhealthy, and a primary that does not
+		# answer its demotion is taken as demoted after 1 s instead of 30.
+		# Promotion of the standby then takes seconds, not a minute
+		# (docs/operations.md, "Highly available PostgreSQL"; the keepers'
+		# side is in tune_keeper).
 		as_pg bash -c "cat >>'$DIR/monitor/postgresql.auto.conf'" <<-EOF
-			pgautofailover.health_check_period = 1000
+			pgautofailover.health_check_period = 500
 			pgautofailover.health_check_timeout = 1000
 			pgautofailover.health_check_max_retries = 1
-			pgautofailover.health_check_retry_delay = 500
-			pgautofailover.node_considered_unhealthy_timeout = 2000
-			pgautofailover.primary_demote_timeout = 2000
+			pgautofailover.health_check_retry_delay = 250
+			pgautofailover.node_considered_unhealthy_timeout = 1000
+			pgautofailover.primary_demote_timeout = 1000
 		EOF
 	fi
 	keeper monitor
@@ -213,6 +221,20 @@ create_node() {
 		--pgctl "$PG_BIN/pg_ctl" --username postgres --dbname matchgrain --monitor "$(monitor_uri)" --run \
 		</dev/null >>"$DIR/$name.log" 2>&1 &
 	echo "$port" >"$DIR/$name.port"
+}
+
+# tune_keeper NAME: with PGHA_FAST_FAILOVER, a primary that can reach
+# neither the monitor nor a standby demotes itself after 1 s instead of 20,
+# so that it has stopped before the monitor (1 s to call it unhealthy, 1 s
+# of demote timeout) promotes the other node, as pg_auto_failover's defaults
+# order them (20 s before 30 s). Synchronous replication already keeps such
+# a primary from acknowledging a commit; this also ends its sessions, so
+# clients move to the new primary instead of waiting on the old one. The
+# running keeper rereads its configuration on SIGHUP (pg_autoctl reload).
+tune_keeper() {
+	[[ "$PGHA_FAST_FAILOVER" == 1 ]] || return 0
+	as_pg pg_autoctl config set --pgdata "$DIR/$1" timeout.network_partition_timeout 1 >/dev/null
+	as_pg pg_autoctl reload --pgdata "$DIR/$1" >>"$DIR/$1.log" 2>&1
 }
 
 # node_is NAME STATE: NAME last reported STATE to the monitor.
@@ -344,7 +366,7 @@ start_watchdog() {
 }
 
 database_url() {
-	printf "postgres://postgres@%s:%s,%s:%s/matchgrain?sslmode=disable&target_session_attrs=read-write&connect_timeout=5" \
+	printf "postgres://postgres@%s:%s,%s:%s/matchgrain?sslmode=disable&target_session_attrs=read-write&connect_timeout=2" \
 		"$PGHA_LISTEN" "$(cat "$DIR/node1.port")" "$PGHA_LISTEN" "$(cat "$DIR/node2.port")"
 }
 
@@ -357,6 +379,7 @@ start_all() {
 	ALIVE_FROM=$((SECONDS + 5))
 	until_true "node1 to become the primary" alive node1 node_is node1 single ||
 		{ tail -n 30 "$DIR/node1.log" >&2; return 1; }
+	tune_keeper node1
 	# pg_basebackup starts with a spread checkpoint, which paces the few
 	# dirty buffers of a fresh server over minutes; one taken now leaves it
 	# nothing to write.
@@ -365,6 +388,7 @@ start_all() {
 	ALIVE_FROM=$((SECONDS + 5))
 	until_true "the standby to be in sync" alive node2 settled ||
 		{ tail -n 30 "$DIR/node1.log" "$DIR/node2.log" >&2; return 1; }
+	tune_keeper node2
 }
 
 cmd_start() {

@@ -18,6 +18,11 @@ type Matches interface {
 	CreateMatch(ctx context.Context, spec MatchSpec) (string, error)
 	// MatchExists reports whether matchID is known (for the ticket endpoint's 404).
 	MatchExists(ctx context.Context, matchID string) (bool, error)
+	// NameSeat gives a guest seat (MatchSpec.Guests) the name its player
+	// chose; the first name stands, a later one changes nothing. Both
+	// seats' views carry it from then on. Errors: ErrMatchNotFound,
+	// ErrBadRequest (not a guest seat), ErrUnavailable.
+	NameSeat(ctx context.Context, matchID string, seat int, name string) error
 	// OpenSeat attaches a connection to a seat. The ticket (already verified
 	// by the edge: signature, expiry, match, seat) is consumed here exactly
 	// once, durably (ErrTicketUsed on reuse). On success the sink has ALREADY
@@ -38,6 +43,10 @@ type MatchSpec struct {
 	// Bots marks the seats the match plays itself (a training match): no
 	// ticket opens such a seat.
 	Bots [2]bool
+	// Guests marks the seats left for a player who joins later through an
+	// invite (a friend match): the decision clock waits for each one's
+	// first connection (docs/protocol.md §9, point 9).
+	Guests [2]bool
 	// Seed is the engine seed; nil lets the cluster pick one.
 	Seed *uint64
 }

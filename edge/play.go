@@ -22,7 +22,7 @@ import (
 //
 //	POST /api/play/matches {"name":"Ann","deck":"S1","opponent":"bot"|"friend"}
 //	  → 201 {"matchId":…, "seat":0, "seatKey":…, "invite":…}
-//	POST /api/play/invites {"matchId":…, "invite":…, "claim":…}
+//	POST /api/play/invites {"matchId":…, "invite":…, "claim":…, "name":…}
 //	  → 200 {"matchId":…, "seat":1, "seatKey":…}
 //	POST /api/play/tickets {"matchId":…, "seat":0, "seatKey":…}
 //	  → 200 {"ticket":…, "matchId":…, "seat":0, "expiresAt":…, "seatKey":…}
@@ -252,7 +252,7 @@ func (s *Server) playCreate(ctx context.Context, r *http.Request) (int, any, err
 	case "bot":
 		spec.Names[1], spec.Bots[1] = botOpponentName, true
 	case "friend":
-		spec.Names[1] = friendName
+		spec.Names[1], spec.Guests[1] = friendName, true
 	default:
 		return 0, nil, badRequest("bad_opponent", `opponent must be "bot" or "friend"`)
 	}
@@ -279,6 +279,9 @@ type playInviteRequest struct {
 	// Claim is a secret the friend's page drew (at least 16 random bytes,
 	// base64url); the seat key is derived from it.
 	Claim string `json:"claim"`
+	// Name is the name the friend chose, checked like the creator's; empty
+	// keeps "Friend". The first redemption's name stands.
+	Name string `json:"name,omitempty"`
 }
 
 type playInviteResponse struct {
@@ -298,6 +301,11 @@ func (s *Server) playRedeem(ctx context.Context, r *http.Request) (int, any, err
 	if len(req.Claim) < minClaimLen || len(req.Claim) > maxClaimLen {
 		return 0, nil, badRequest("bad_claim", "claim must be %d..%d characters of a random secret", minClaimLen, maxClaimLen)
 	}
+	if req.Name != "" {
+		if err := validateName(req.Name); err != nil {
+			return 0, nil, badRequest("bad_name", "name: %v", err)
+		}
+	}
 	expires, err := s.tickets.checkInvite(time.Now(), req.MatchID, req.Invite)
 	if err != nil {
 		return 0, nil, &httpError{http.StatusForbidden, "bad_invite", "this invite is not valid (expired, or not for that match)"}
@@ -314,6 +322,13 @@ func (s *Server) playRedeem(ctx context.Context, r *http.Request) (int, any, err
 			"this invite was already used by someone else; ask for a new match"}
 	case err != nil:
 		return 0, nil, fmt.Errorf("redeem invite of match %s: %w: %w", req.MatchID, ErrUnavailable, err)
+	}
+	if req.Name != "" {
+		// After the invite is ours: nobody else can name the seat, and a
+		// retry with the same claim names it again, which changes nothing.
+		if err := s.matches.NameSeat(ctx, req.MatchID, 1, req.Name); err != nil {
+			return 0, nil, fmt.Errorf("name the friend's seat of match %s: %w", req.MatchID, err)
+		}
 	}
 	return http.StatusOK, playInviteResponse{MatchID: req.MatchID, Seat: 1,
 		SeatKey: s.tickets.seatKey(req.MatchID, 1, claimNonce(req.Claim))}, nil

@@ -1,13 +1,17 @@
 package edge_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/matchgrain/matchgrain/edge"
+	"github.com/matchgrain/matchgrain/edge/edgetest"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -150,5 +154,50 @@ func TestPlayCreationRateLimited(t *testing.T) {
 	// Burst of 6/3 = 2; a third token may have trickled in at 0.1/s.
 	if created < 2 || created > 3 || limited != 6-created {
 		t.Fatalf("created %d, limited %d of 6", created, limited)
+	}
+}
+
+// TestPlayGuestNamesSeat: the friend chooses a name when redeeming the
+// invite, checked like the creator's; a bad one changes nothing (the invite
+// is still free), and the first name stands.
+func TestPlayGuestNamesSeat(t *testing.T) {
+	h := newHarness(t, newFakeMatches, func(c *edge.Config) { c.PublicPlay = true; c.PublicCreatesPerMinute = 600 })
+	fake := h.matches.(*edgetest.Matches)
+	m := createPlay(t, h, "friend")
+	redeemAs := func(claim, name string) (int, []byte) {
+		t.Helper()
+		body, err := json.Marshal(map[string]string{"matchId": m.MatchID, "invite": m.Invite, "claim": claim, "name": name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, data := h.do(t, "POST", "/api/play/invites", "", string(body))
+		return resp.StatusCode, data
+	}
+	for _, bad := range []string{"Bea\u202e", "Bea\x07", strings.Repeat("b", edge.MaxPlayerNameLen+1)} {
+		if status, data := redeemAs(newClaim(t), bad); status != http.StatusBadRequest || errorCode(t, data) != "bad_name" {
+			t.Fatalf("name %q: %d %s, want 400 bad_name", bad, status, data)
+		}
+	}
+	if n := fake.Names(m.MatchID); n != [2]string{"Ann", "Friend"} {
+		t.Fatalf("names after refused redemptions: %q", n)
+	}
+	claim := newClaim(t)
+	if status, data := redeemAs(claim, "Bea"); status != http.StatusOK {
+		t.Fatalf("redeem as Bea: %d %s", status, data)
+	}
+	if status, data := redeemAs(claim, "Cleo"); status != http.StatusOK { // a retry, answer lost
+		t.Fatalf("redeem again with the same claim: %d %s", status, data)
+	}
+	if n := fake.Names(m.MatchID); n != [2]string{"Ann", "Bea"} {
+		t.Fatalf("names = %q, want the first name chosen", n)
+	}
+	// A bot match has no guest seat, and a friend who gives no name stays "Friend".
+	if err := fake.NameSeat(context.Background(), createPlay(t, h, "bot").MatchID, 1, "Bea"); !errors.Is(err, edge.ErrBadRequest) {
+		t.Fatalf("naming a bot's seat: %v, want ErrBadRequest", err)
+	}
+	other := createPlay(t, h, "friend")
+	redeem(t, h, other.MatchID, other.Invite, newClaim(t))
+	if n := fake.Names(other.MatchID); n[1] != "Friend" {
+		t.Fatalf("names without a chosen one = %q", n)
 	}
 }

@@ -128,7 +128,7 @@ func TestNetRules(t *testing.T) {
 	has := func(rules, from, to string) bool {
 		return strings.Contains(rules, `iifname "`+from+`" oifname "`+to+`" drop`)
 	}
-	m := func(i int) string { return port(memberNS(i)) }
+	m := func(i int) string { return port(MemberNS(i)) }
 	pg := port(pgNS)
 
 	r := netRules(Fault{Kind: KindPeersCut, Targets: []int{2}}, 3)

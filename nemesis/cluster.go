@@ -139,20 +139,20 @@ func (m *member) name() string { return fmt.Sprintf("m%d", m.n) }
 
 // httpAddr is where clients reach the member's edge.
 func (m *member) httpAddr() string {
-	return netip.AddrPortFrom(memberAddr(m.n), httpPort).String()
+	return netip.AddrPortFrom(MemberAddr(m.n), httpPort).String()
 }
 
 // memberArgs are the flags of member n of members. Failure detection and
 // the seat keep-alive are the chaos tests' scaled-down values.
-func memberArgs(n, members int, fd Timing, adminToken, ticketKey string) []string {
-	addr := memberAddr(n).String()
+func memberArgs(n, members int, fd Timing, url string, ha bool, adminToken, ticketKey string) []string {
+	addr := MemberAddr(n).String()
 	var join []string
 	for i := 1; i <= members; i++ {
 		if i != n {
-			join = append(join, netip.AddrPortFrom(memberAddr(i), gossipPort).String())
+			join = append(join, netip.AddrPortFrom(MemberAddr(i), gossipPort).String())
 		}
 	}
-	return []string{
+	args := []string{
 		"--node-name", fmt.Sprintf("m%d", n),
 		"--listen", net.JoinHostPort(addr, strconv.Itoa(httpPort)),
 		"--gossip-addr", net.JoinHostPort(addr, strconv.Itoa(gossipPort)),
@@ -160,7 +160,7 @@ func memberArgs(n, members int, fd Timing, adminToken, ticketKey string) []strin
 		"--join", strings.Join(join, ","),
 		// The harness's subnet is reachable only from its namespaces.
 		"--insecure-cluster",
-		"--database-url", dbURL,
+		"--database-url", url,
 		"--admin-token", adminToken, "--ticket-key", ticketKey,
 		"--log-level", "warn",
 		"--probe-interval", fd.ProbeInterval.String(),
@@ -170,11 +170,17 @@ func memberArgs(n, members int, fd Timing, adminToken, ticketKey string) []strin
 		"--max-connections-per-address", "100000",
 		"--intents-per-second", "200",
 	}
+	if ha {
+		// A failover takes seconds: a store call waits for the new primary
+		// (docs/operations.md, the HA database).
+		args = append(args, "--store-timeout", "30s")
+	}
+	return args
 }
 
 // start starts the process and waits for its ready line.
 func (m *member) start() error {
-	cmd := exec.Command("ip", append([]string{"netns", "exec", memberNS(m.n), m.bin}, m.args...)...)
+	cmd := exec.Command("ip", append([]string{"netns", "exec", MemberNS(m.n), m.bin}, m.args...)...)
 	cmd.Stderr = m.log
 	cmd.SysProcAttr = childAttr()
 	stdout, err := cmd.StdoutPipe()

@@ -12,8 +12,8 @@ import (
 type Kind string
 
 // The fault kinds, in the report's order. KindPrimaryKill needs the highly
-// available database (pg_auto_failover) and is reported as pending until the
-// harness runs one.
+// available database (Config.PGHA); without it the report says
+// primary-kill=off.
 const (
 	KindPeersCut    Kind = "peers-cut"    // one member cut from its peers (gossip and remote), not from PostgreSQL
 	KindDBCut       Kind = "db-cut"       // one member cut from PostgreSQL, not from its peers
@@ -23,10 +23,11 @@ const (
 	KindSlow        Kind = "slow"         // one member's link limited by a token bucket (tc tbf)
 	KindPause       Kind = "pause"        // SIGSTOP, then SIGCONT
 	KindKill        Kind = "kill"         // kill -9, then a restart
-	KindPrimaryKill Kind = "primary-kill" // the database primary killed (pending: needs deploy/pg-ha.sh)
+	KindPrimaryKill Kind = "primary-kill" // the database primary killed (Config.PGHA only)
 )
 
-// Kinds are the kinds the scheduler injects.
+// Kinds are the kinds the scheduler injects; primary-kill joins them
+// with the highly available database.
 var Kinds = []Kind{KindPeersCut, KindDBCut, KindSplit, KindOneWay, KindLoss, KindSlow, KindPause, KindKill}
 
 // lossPercent is the share of packets the loss fault drops each way.
@@ -60,6 +61,8 @@ func pick(rng *rand.Rand, k Kind, n int) Fault {
 		}
 	case KindOneWay:
 		f.Targets = []int{perm[0] + 1, perm[1] + 1}
+	case KindPrimaryKill:
+		// The database's fault: no member is its target.
 	default:
 		f.Targets = []int{perm[0] + 1}
 	}
@@ -91,24 +94,24 @@ func netRules(f Fault, members int) string {
 	case KindPeersCut:
 		for m := 1; m <= members; m++ {
 			if !in(m) {
-				b.WriteString(dropBetween(port(memberNS(f.Targets[0])), port(memberNS(m)), false))
+				b.WriteString(dropBetween(port(MemberNS(f.Targets[0])), port(MemberNS(m)), false))
 			}
 		}
 	case KindDBCut:
-		b.WriteString(dropBetween(port(memberNS(f.Targets[0])), port(pgNS), false))
+		b.WriteString(dropBetween(port(MemberNS(f.Targets[0])), port(pgNS), false))
 	case KindSplit:
 		for _, t := range f.Targets {
-			b.WriteString(dropBetween(port(memberNS(t)), port(pgNS), false))
+			b.WriteString(dropBetween(port(MemberNS(t)), port(pgNS), false))
 			for m := 1; m <= members; m++ {
 				if !in(m) {
-					b.WriteString(dropBetween(port(memberNS(t)), port(memberNS(m)), false))
+					b.WriteString(dropBetween(port(MemberNS(t)), port(MemberNS(m)), false))
 				}
 			}
 		}
 	case KindOneWay:
-		b.WriteString(dropBetween(port(memberNS(f.Targets[0])), port(memberNS(f.Targets[1])), true))
+		b.WriteString(dropBetween(port(MemberNS(f.Targets[0])), port(MemberNS(f.Targets[1])), true))
 	case KindLoss:
-		p := port(memberNS(f.Targets[0]))
+		p := port(MemberNS(f.Targets[0]))
 		fmt.Fprintf(&b, "add rule bridge %s faults iifname %q numgen random mod 100 < %d drop\n", nftTable, p, lossPercent)
 		fmt.Fprintf(&b, "add rule bridge %s faults oifname %q numgen random mod 100 < %d drop\n", nftTable, p, lossPercent)
 	}
@@ -119,10 +122,11 @@ func netRules(f Fault, members int) string {
 // 300 ms of queue, on both ends of the member's link.
 var slowLink = []string{"tbf", "rate", "512kbit", "burst", "16kb", "latency", "300ms"}
 
-// applyNet injects the network part of f.
-func applyNet(ctx context.Context, f Fault, members int) error {
+// ApplyNet injects the network part of f among members, in a network
+// Setup made: nft rules at the bridge, or token buckets.
+func ApplyNet(ctx context.Context, f Fault, members int) error {
 	if f.Kind == KindSlow {
-		ns := memberNS(f.Targets[0])
+		ns := MemberNS(f.Targets[0])
 		if err := run(ctx, "ip", append([]string{"netns", "exec", ns, "tc", "qdisc", "replace", "dev", "eth0", "root"}, slowLink...)...); err != nil {
 			return err
 		}
@@ -134,11 +138,11 @@ func applyNet(ctx context.Context, f Fault, members int) error {
 	return nil
 }
 
-// healNet removes every network fault: the nft chain is flushed, token
+// HealNet removes every network fault: the nft chain is flushed, token
 // buckets removed (one fault runs at a time, so this heals exactly f).
-func healNet(ctx context.Context, f Fault) error {
+func HealNet(ctx context.Context, f Fault) error {
 	if f.Kind == KindSlow {
-		ns := memberNS(f.Targets[0])
+		ns := MemberNS(f.Targets[0])
 		err1 := inNS(ctx, ns, "tc", "qdisc", "del", "dev", "eth0", "root")
 		err2 := inNS(ctx, bridgeNS, "tc", "qdisc", "del", "dev", port(ns), "root")
 		if err1 != nil || err2 != nil {

@@ -10,6 +10,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -70,6 +71,13 @@ type Config struct {
 	// and all of it).
 	FaultHold time.Duration
 	Log       *slog.Logger
+	// PGHA, if set, is deploy/pg-ha.sh: the run uses the highly available
+	// PostgreSQL it starts instead of a single server, and injects
+	// primary-kill too. Members then wait up to 30 s for the store.
+	PGHA string
+	// Kinds, if set, are the only fault kinds injected (primary-kill needs
+	// PGHA); default every kind.
+	Kinds []Kind
 }
 
 // Report is what a run found.
@@ -84,6 +92,9 @@ type Report struct {
 	// peers declared them dead) and were restarted: not a violation, the
 	// price of a fault.
 	Restarts int
+	// HA says the run had the highly available database, and so the
+	// primary-kill fault.
+	HA bool
 }
 
 // Pass reports whether the run found no violation.
@@ -109,7 +120,11 @@ func (r *Report) Write(w io.Writer) {
 	for _, k := range Kinds {
 		kinds = append(kinds, fmt.Sprintf("%s=%d", k, counts[k]))
 	}
-	kinds = append(kinds, string(KindPrimaryKill)+"=pending")
+	if r.HA {
+		kinds = append(kinds, fmt.Sprintf("%s=%d", KindPrimaryKill, counts[KindPrimaryKill]))
+	} else {
+		kinds = append(kinds, string(KindPrimaryKill)+"=off")
+	}
 	fmt.Fprintf(w, "faults: %d (%s)\n", len(r.Faults), strings.Join(kinds, " "))
 	fmt.Fprintf(w, "intents: sent=%d acknowledged=%d resent=%d lost=%d applied-twice=%d forks=%d\n",
 		r.Ops, v.Acknowledged, v.Resent, v.Lost, v.AppliedTwice, v.Forks)
@@ -132,12 +147,28 @@ func Run(ctx context.Context, c Config, workDir string) (*Report, error) {
 	if err := os.MkdirAll(pgDir, 0o755); err != nil {
 		return nil, err
 	}
-	pg, err := startPG(ctx, pgDir)
-	if pg != nil {
-		defer func() { _ = pg.Process.Kill() }() // throwaway
-	}
-	if err != nil {
-		return nil, err
+	url := dbURL
+	var ha *pgHA
+	if c.PGHA != "" {
+		h, err := startPGHA(ctx, c.PGHA, workDir)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err := h.stop(context.Background()); err != nil {
+				lg.Warn("stop the HA database", "err", err)
+			}
+		}()
+		ha, url = h, h.url
+		lg.Info("highly available database up", "url", url)
+	} else {
+		pg, err := startPG(ctx, pgDir)
+		if pg != nil {
+			defer func() { _ = pg.Process.Kill() }() // throwaway
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	token, key := randomHex(16), randomHex(32)
 	members := make([]*member, c.Members)
@@ -148,7 +179,7 @@ func Run(ctx context.Context, c Config, workDir string) (*Report, error) {
 			return nil, err
 		}
 		defer func() { _ = f.Close() }() // the member's log, kept for diagnosis until the directory goes
-		members[i] = &member{n: n, bin: c.Matchd, args: memberArgs(n, c.Members, c.Timing, token, key), log: f, lg: lg}
+		members[i] = &member{n: n, bin: c.Matchd, args: memberArgs(n, c.Members, c.Timing, url, ha != nil, token, key), log: f, lg: lg}
 	}
 	defer func() {
 		for _, m := range members {
@@ -204,7 +235,7 @@ func Run(ctx context.Context, c Config, workDir string) (*Report, error) {
 		}()
 	}
 
-	faults := schedule(ctx, c, members, bound, end)
+	faults := schedule(ctx, c, members, ha, bound, end)
 	close(stopNew)
 	lg.Info("faults over; waiting for the matches in play to finish")
 	finished := make(chan struct{})
@@ -224,7 +255,7 @@ func Run(ctx context.Context, c Config, workDir string) (*Report, error) {
 	}
 	played := time.Now()
 
-	r := &Report{Seed: c.Seed, Faults: faults, Bound: bound}
+	r := &Report{Seed: c.Seed, Faults: faults, Bound: bound, HA: ha != nil}
 	for _, m := range members {
 		m.mu.Lock()
 		r.Restarts += m.restarts
@@ -237,7 +268,7 @@ func Run(ctx context.Context, c Config, workDir string) (*Report, error) {
 		ids[i] = m.ID
 	}
 	w.hist.mu.Unlock()
-	logs, err := readLogs(ctx, dbURL, ids)
+	logs, err := readLogs(ctx, url, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +283,14 @@ func Run(ctx context.Context, c Config, workDir string) (*Report, error) {
 // time up to c.FaultHold, then healed; after each heal the cluster gets the
 // liveness bound to recover before the next fault, so that each heal is
 // judged alone.
-func schedule(ctx context.Context, c Config, members []*member, bound time.Duration, end time.Time) []Fault {
+func schedule(ctx context.Context, c Config, members []*member, ha *pgHA, bound time.Duration, end time.Time) []Fault {
+	kinds := c.Kinds
+	if len(kinds) == 0 {
+		kinds = Kinds
+		if ha != nil {
+			kinds = append(slices.Clone(Kinds), KindPrimaryKill)
+		}
+	}
 	rng := newRand(c.Seed)
 	var faults []Fault
 	var round []Kind
@@ -269,7 +307,7 @@ func schedule(ctx context.Context, c Config, members []*member, bound time.Durat
 	}
 	for time.Now().Add(c.FaultHold).Before(end) {
 		if len(round) == 0 {
-			round = append([]Kind(nil), Kinds...)
+			round = slices.Clone(kinds)
 			rng.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
 		}
 		f := pick(rng, round[0], len(members))
@@ -277,11 +315,11 @@ func schedule(ctx context.Context, c Config, members []*member, bound time.Durat
 		hold := c.FaultHold/2 + time.Duration(rng.Int64N(int64(c.FaultHold/2)))
 		f.Start = time.Now()
 		c.Log.Info("fault", "fault", f.String(), "hold", hold)
-		if err := inject(ctx, f, members); err != nil {
+		if err := inject(ctx, f, members, ha); err != nil {
 			c.Log.Error("inject failed", "fault", f.String(), "err", err)
 		}
 		wait(hold)
-		if err := heal(ctx, f, members); err != nil {
+		if err := heal(ctx, f, members, ha); err != nil {
 			c.Log.Error("heal failed", "fault", f.String(), "err", err)
 		}
 		f.Healed = time.Now()
@@ -294,25 +332,29 @@ func schedule(ctx context.Context, c Config, members []*member, bound time.Durat
 	return faults
 }
 
-func inject(ctx context.Context, f Fault, members []*member) error {
+func inject(ctx context.Context, f Fault, members []*member, ha *pgHA) error {
 	switch f.Kind {
+	case KindPrimaryKill:
+		return ha.killPrimary(ctx)
 	case KindPause:
 		return members[f.Targets[0]-1].signal(syscall.SIGSTOP)
 	case KindKill:
 		return members[f.Targets[0]-1].kill()
 	default:
-		return applyNet(ctx, f, len(members))
+		return ApplyNet(ctx, f, len(members))
 	}
 }
 
-func heal(ctx context.Context, f Fault, members []*member) error {
+func heal(ctx context.Context, f Fault, members []*member, ha *pgHA) error {
 	switch f.Kind {
+	case KindPrimaryKill:
+		return ha.settle(ctx)
 	case KindPause:
 		return members[f.Targets[0]-1].signal(syscall.SIGCONT)
 	case KindKill:
 		return members[f.Targets[0]-1].restart()
 	default:
-		return healNet(ctx, f)
+		return HealNet(ctx, f)
 	}
 }
 

@@ -28,7 +28,7 @@ const Prefix = "mgn-"
 var Subnet = netip.MustParsePrefix("10.77.0.0/24")
 
 // Namespaces of the harness: the bridge, PostgreSQL, the client (workload
-// and checker), and member i (1-based) at memberNS(i).
+// and checker), and member i (1-based) at MemberNS(i).
 const (
 	bridgeNS = Prefix + "br"
 	pgNS     = Prefix + "pg"
@@ -43,9 +43,11 @@ var (
 	clientAddr = netip.MustParseAddr("10.77.0.100")
 )
 
-func memberNS(i int) string { return Prefix + "m" + strconv.Itoa(i) }
+// MemberNS is the network namespace of member i (1-based).
+func MemberNS(i int) string { return Prefix + "m" + strconv.Itoa(i) }
 
-func memberAddr(i int) netip.Addr {
+// MemberAddr is the address of member i (1-based) in its namespace.
+func MemberAddr(i int) netip.Addr {
 	return netip.AddrFrom4([4]byte{10, 77, 0, byte(10 + i)})
 }
 
@@ -128,7 +130,7 @@ func Setup(ctx context.Context, members int) error {
 	}
 	nodes := map[string]netip.Addr{pgNS: pgAddr, clientNS: clientAddr}
 	for i := 1; i <= members; i++ {
-		nodes[memberNS(i)] = memberAddr(i)
+		nodes[MemberNS(i)] = MemberAddr(i)
 	}
 	for ns, addr := range nodes {
 		if err := addNode(ctx, ns, addr); err != nil {

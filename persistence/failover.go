@@ -81,16 +81,63 @@ func (s *PostgresStore) resolveAppend(ctx context.Context, matchID string, epoch
 		if !unavailable(err) {
 			return err
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if err := pause(ctx, &backoff); err != nil {
 			return fmt.Errorf("append to match %q at seq %d: outcome unknown after %d attempts (%w): %w",
-				matchID, first, attempt, cause, ctx.Err())
-		case <-t.C:
+				matchID, first, attempt, cause, err)
 		}
-		backoff = min(2*backoff, resolveMaxBackoff)
 	}
+}
+
+// confirmCreateSQL touches the match row only if it holds the meta ($2) the
+// create wrote: match ids are random, so only that create can have written it.
+const confirmCreateSQL = `UPDATE matches SET updated_at = now() WHERE match_id = $1 AND meta = $2`
+
+// resolveCreate settles a CreateMatch whose outcome is unknown, as
+// resolveAppend does an append: it waits for a writable primary and
+// inserts again; "exists" then means the first insert had committed if the
+// row holds this meta, which a confirming write (waiting for the standby,
+// like the insert's own commit) establishes. So a match creation rides
+// through a failover instead of failing, and never answers nil for a row
+// that is not replicated.
+func (s *PostgresStore) resolveCreate(ctx context.Context, matchID string, meta []byte, cause error) error {
+	backoff := resolveFirstBackoff
+	for attempt := 1; ; attempt++ {
+		err := s.insertMatch(ctx, matchID, meta)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, ErrMatchExists):
+			tag, cerr := s.pool.Exec(ctx, confirmCreateSQL, matchID, meta)
+			if cerr == nil && tag.RowsAffected() == 1 {
+				s.logger.Debug("persistence: create with unknown outcome had committed", "match", matchID, "attempts", attempt)
+				return nil
+			}
+			if cerr == nil {
+				return err // another row under that id
+			}
+			err = fmt.Errorf("create match %q: confirm: %w", matchID, cerr)
+		}
+		if !unavailable(err) {
+			return err
+		}
+		if err := pause(ctx, &backoff); err != nil {
+			return fmt.Errorf("create match %q: outcome unknown after %d attempts (%w): %w", matchID, attempt, cause, err)
+		}
+	}
+}
+
+// pause waits out *backoff, then doubles it up to resolveMaxBackoff; it
+// returns ctx's error if ctx ends first.
+func pause(ctx context.Context, backoff *time.Duration) error {
+	t := time.NewTimer(*backoff)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	*backoff = min(2**backoff, resolveMaxBackoff)
+	return nil
 }
 
 // isSentinel reports the errors that say nothing was written.

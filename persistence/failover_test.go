@@ -332,3 +332,51 @@ func TestPGAppendSessionCutAfterLocalCommit(t *testing.T) {
 		})
 	}
 }
+
+// TestPGCreateMatchSessionCut: CreateMatch's insert waits on the same id,
+// inserted by another session that has not committed, when its session is
+// terminated (as a failover does). It retries on a new session: once the
+// other session rolls back, it creates the match with its meta; if the
+// other committed, the id is taken and it answers ErrMatchExists.
+func TestPGCreateMatchSessionCut(t *testing.T) {
+	t.Parallel()
+	for _, otherCommits := range []bool{false, true} {
+		t.Run(fmt.Sprintf("otherCommits=%v", otherCommits), func(t *testing.T) {
+			t.Parallel()
+			url, app := pgtest.URL(t), appName(t)
+			s := openNamed(t, url, app)
+			admin := connect(t, url)
+			tbl := pgx.Identifier{schemaOf(t, s), "matches"}.Sanitize()
+			other, err := connect(t, url).Begin(testContext(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = other.Rollback(context.Background()) }()
+			if _, err := other.Exec(testContext(t), "INSERT INTO "+tbl+" (match_id, meta) VALUES ('m1', 'other'::bytea)"); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- s.CreateMatch(testContext(t), "m1", []byte("mine")) }()
+			terminate(t, admin, waitingBackend(t, admin, app, "transactionid", 0))
+			end := other.Rollback
+			if otherCommits {
+				end = other.Commit
+			}
+			if err := end(testContext(t)); err != nil {
+				t.Fatal(err)
+			}
+			err = <-done
+			var meta string
+			if qerr := admin.QueryRow(testContext(t), "SELECT convert_from(meta, 'UTF8') FROM "+tbl+" WHERE match_id = 'm1'").Scan(&meta); qerr != nil {
+				t.Fatal(qerr)
+			}
+			if otherCommits {
+				if !errors.Is(err, persistence.ErrMatchExists) || meta != "other" {
+					t.Fatalf("create cut, the id taken meanwhile: err %v, meta %q; want ErrMatchExists and the other's row", err, meta)
+				}
+			} else if err != nil || meta != "mine" {
+				t.Fatalf("create cut before commit: err %v, meta %q; want nil and the match created", err, meta)
+			}
+		})
+	}
+}

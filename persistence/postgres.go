@@ -198,6 +198,16 @@ func (s *PostgresStore) CreateMatch(ctx context.Context, matchID string, meta []
 	if meta == nil {
 		meta = []byte{}
 	}
+	err := s.insertMatch(ctx, matchID, meta)
+	if err != nil && !errors.Is(err, ErrMatchExists) && unavailable(err) && ctx.Err() == nil {
+		// The database went away mid-create: find out what happened, as
+		// for an append (failover.go).
+		return s.resolveCreate(ctx, matchID, meta, err)
+	}
+	return err
+}
+
+func (s *PostgresStore) insertMatch(ctx context.Context, matchID string, meta []byte) error {
 	_, err := s.pool.Exec(ctx, "INSERT INTO matches (match_id, meta) VALUES ($1, $2)", matchID, meta)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("create match %q: %w", matchID, ErrMatchExists)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +51,10 @@ type ChildOptions struct {
 	Env []string
 	// ReadyTimeout defaults to DefaultReadyTimeout.
 	ReadyTimeout time.Duration
+	// Wrap, if set, runs the child through this command, which must exec
+	// its arguments: e.g. "ip", "netns", "exec", ns for a child inside a
+	// network namespace (the nemesis partition tests).
+	Wrap []string
 }
 
 // Child is a running child process of the test binary, driven by Call.
@@ -120,7 +125,8 @@ func startChild(t testing.TB, opts ChildOptions) (*Child, error) {
 	if opts.ReadyTimeout == 0 {
 		opts.ReadyTimeout = DefaultReadyTimeout
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^"+opts.TestName+"$", "-test.count=1", "-test.timeout=10m")
+	args := append(slices.Clone(opts.Wrap), os.Args[0], "-test.run=^"+opts.TestName+"$", "-test.count=1", "-test.timeout=10m")
+	cmd := exec.Command(args[0], args[1:]...)
 	// A -race binary sleeps atexit_sleep_ms (1 s) before exiting; children
 	// report races on stderr as they happen, so skip that wait.
 	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")

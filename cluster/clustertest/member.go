@@ -87,6 +87,8 @@ type MemberOptions struct {
 	Security cluster.Security
 	// Env holds extra KEY=VALUE pairs for the child.
 	Env []string
+	// Wrap is ChildOptions.Wrap: a command the child runs through.
+	Wrap []string
 }
 
 // Member is a cluster member running in a child process.
@@ -146,7 +148,7 @@ func startMember(t testing.TB, opts MemberOptions) (*Member, error) {
 		}
 		env = append(env, EnvSecurity+"="+string(b))
 	}
-	c, err := startChild(t, ChildOptions{Name: opts.Name, TestName: opts.HelperTest, Env: append(env, opts.Env...)})
+	c, err := startChild(t, ChildOptions{Name: opts.Name, TestName: opts.HelperTest, Env: append(env, opts.Env...), Wrap: opts.Wrap})
 	if err != nil {
 		return nil, err
 	}

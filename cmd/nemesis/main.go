@@ -24,7 +24,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -57,7 +59,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: nemesis run --matchd BIN [--duration D] [--matches N] [--members N] [--seed N] | nemesis cleanup [--wait-pid PID]")
+	fmt.Fprintln(os.Stderr, "usage: nemesis run --matchd BIN [--duration D] [--matches N] [--members N] [--seed N] [--pg-ha deploy/pg-ha.sh] | nemesis cleanup [--wait-pid PID]")
 	os.Exit(2)
 }
 
@@ -72,6 +74,8 @@ type options struct {
 	faultHold time.Duration
 	workDir   string
 	verbose   bool
+	pgHA      string
+	kinds     string
 }
 
 func parse(name string, args []string) (*options, error) {
@@ -86,6 +90,8 @@ func parse(name string, args []string) (*options, error) {
 	fs.DurationVar(&o.faultHold, "fault-hold", 6*time.Second, "longest a fault lasts (at least half of it)")
 	fs.StringVar(&o.workDir, "work-dir", "", "inside only: the run's directory")
 	fs.BoolVar(&o.verbose, "v", false, "log the schedule and the members' restarts")
+	fs.StringVar(&o.kinds, "kinds", "", "comma-separated fault kinds to inject, e.g. primary-kill,split (default: every kind)")
+	fs.StringVar(&o.pgHA, "pg-ha", "", "deploy/pg-ha.sh: run the highly available PostgreSQL (pg_auto_failover) instead of one server, and kill its primary as a fault (primary-kill)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -103,6 +109,14 @@ func parse(name string, args []string) (*options, error) {
 		return nil, err
 	}
 	o.matchd = abs
+	if o.pgHA != "" {
+		if o.pgHA, err = filepath.Abs(o.pgHA); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := o.faultKinds(); err != nil {
+		return nil, err
+	}
 	if o.seed == 0 {
 		var b [8]byte
 		_, _ = rand.Read(b[:]) // crypto/rand does not fail on Linux
@@ -118,7 +132,33 @@ func (o *options) args() []string {
 	if o.verbose {
 		a = append(a, "-v")
 	}
+	if o.pgHA != "" {
+		a = append(a, "--pg-ha", o.pgHA)
+	}
+	if o.kinds != "" {
+		a = append(a, "--kinds", o.kinds)
+	}
 	return a
+}
+
+// faultKinds parses --kinds (nil: every kind).
+func (o *options) faultKinds() ([]nemesis.Kind, error) {
+	if o.kinds == "" {
+		return nil, nil
+	}
+	known := append(slices.Clone(nemesis.Kinds), nemesis.KindPrimaryKill)
+	var kinds []nemesis.Kind
+	for _, k := range strings.Split(o.kinds, ",") {
+		kind := nemesis.Kind(strings.TrimSpace(k))
+		switch {
+		case !slices.Contains(known, kind):
+			return nil, fmt.Errorf("--kinds: unknown fault kind %q (known: %v)", kind, known)
+		case kind == nemesis.KindPrimaryKill && o.pgHA == "":
+			return nil, errors.New("--kinds primary-kill needs --pg-ha")
+		}
+		kinds = append(kinds, kind)
+	}
+	return kinds, nil
 }
 
 // outer sets up the network in the root namespace, runs inside in the client
@@ -207,9 +247,13 @@ func inside(args []string) (int, error) {
 	lg := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	kinds, err := o.faultKinds()
+	if err != nil {
+		return 2, err
+	}
 	r, err := nemesis.Run(ctx, nemesis.Config{
 		Members: o.members, Matches: o.matches, Duration: o.duration, Seed: o.seed, Matchd: o.matchd,
-		Think: o.think, Timing: nemesis.DefaultTiming, FaultHold: o.faultHold, Log: lg,
+		Think: o.think, Timing: nemesis.DefaultTiming, FaultHold: o.faultHold, Log: lg, PGHA: o.pgHA, Kinds: kinds,
 	}, o.workDir)
 	if err != nil {
 		return 1, fmt.Errorf("seed %d: %w", o.seed, err)

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/matchgrain/matchgrain/nemesis"
 )
 
 // TestKilledRunLeavesNothing kills `nemesis run` with SIGKILL once its
@@ -83,5 +85,21 @@ func poll(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 			t.Fatalf("after %v: not yet %s", timeout, what)
 		}
 		time.Sleep(200 * time.Millisecond) // polling another process's work
+	}
+}
+
+func TestFaultKinds(t *testing.T) {
+	o := &options{kinds: "split, primary-kill", pgHA: "/x/pg-ha.sh"}
+	kinds, err := o.faultKinds()
+	if err != nil || len(kinds) != 2 || kinds[0] != nemesis.KindSplit || kinds[1] != nemesis.KindPrimaryKill {
+		t.Fatalf("faultKinds() = %v, %v", kinds, err)
+	}
+	for _, bad := range []*options{{kinds: "primary-kill"}, {kinds: "split,nope"}, {kinds: ","}} {
+		if kinds, err := bad.faultKinds(); err == nil {
+			t.Errorf("--kinds %q (pg-ha %q) = %v, want an error", bad.kinds, bad.pgHA, kinds)
+		}
+	}
+	if kinds, err := (&options{}).faultKinds(); err != nil || kinds != nil {
+		t.Errorf("no --kinds = %v, %v; want every kind (nil)", kinds, err)
 	}
 }

@@ -45,6 +45,8 @@ const DamageToWin = 6
 type match struct {
 	id       string
 	names    [2]string
+	guests   [2]bool
+	named    [2]bool
 	events   []protocol.EventEnvelope // events[i].Seq == i+1
 	turn     int
 	active   int
@@ -117,13 +119,39 @@ func (f *Matches) CreateMatch(_ context.Context, spec edge.MatchSpec) (string, e
 	}
 	f.next++
 	id := fmt.Sprintf("toy-%04d", f.next)
-	m := &match{id: id, names: names, turn: 1, winner: protocol.NoWinner, journal: make(map[string]protocol.ServerIntentResult)}
+	m := &match{id: id, names: names, guests: spec.Guests, turn: 1, winner: protocol.NoWinner, journal: make(map[string]protocol.ServerIntentResult)}
 	m.events = append(m.events,
 		protocol.EventEnvelope{Seq: 1, Event: &protocol.GameStartedEvent{FirstPlayer: 0, DeckSize: [2]int{50, 50}}},
 		protocol.EventEnvelope{Seq: 2, Event: &protocol.TurnStartedEvent{TurnNumber: 1, Player: 0}},
 	)
 	f.matches[id] = m
 	return id, nil
+}
+
+// NameSeat implements edge.Matches: the first name of a guest seat stands.
+func (f *Matches) NameSeat(_ context.Context, id string, seat int, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.matches[id]
+	switch {
+	case m == nil:
+		return edge.ErrMatchNotFound
+	case seat < 0 || seat > 1 || !m.guests[seat]:
+		return fmt.Errorf("%w: seat %d of %s is not a guest seat", edge.ErrBadRequest, seat, id)
+	case !m.named[seat]:
+		m.names[seat], m.named[seat] = name, true
+	}
+	return nil
+}
+
+// Names returns the players' names of match id, as its views show them.
+func (f *Matches) Names(id string) [2]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if m := f.matches[id]; m != nil {
+		return m.names
+	}
+	return [2]string{}
 }
 
 // MatchExists implements edge.Matches.

@@ -168,6 +168,15 @@ func (g *Gateway) MatchExists(ctx context.Context, matchID string) (bool, error)
 	return true, nil
 }
 
+// NameSeat gives guest seat seat of matchID the name its player chose
+// (edge.Matches; actors.NameSeat).
+func (g *Gateway) NameSeat(ctx context.Context, matchID string, seat int, name string) error {
+	if _, err := g.call(ctx, matchID, &actors.NameSeat{Seat: seat, Name: name}); err != nil {
+		return fmt.Errorf("name seat %d of match %s: %w", seat, matchID, err)
+	}
+	return nil
+}
+
 // call sends one request to a grain and turns its reply into an error
 // where it is one. It does not retry: the Requester does (cluster.Node
 // retries timeouts, lost members and activations that are going away, a

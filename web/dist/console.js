@@ -43,6 +43,15 @@ function clockCell(c, seat) {
 async function get(path, token) {
   return fetch(path, { headers: { Authorization: `Bearer ${token}` }, cache: "no-store" });
 }
+function readable(name, value) {
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isFinite(n)) return value;
+  const seconds = /_seconds(_sum)?(\{|$)/.test(name);
+  if (Number.isInteger(n) && !seconds) return n.toLocaleString("en-US");
+  const short2 = (x) => String(Number(x.toPrecision(4)));
+  if (!seconds) return short2(n);
+  return Math.abs(n) < 1 ? `${short2(n * 1e3)} ms` : `${short2(n)} s`;
+}
 async function refresh(token) {
   const res = await get("/api/admin/matches", token);
   if (res.status === 401) {
@@ -91,7 +100,7 @@ async function refresh(token) {
     const text = await mres.text();
     const rows = text.split("\n").filter((l) => l && !l.startsWith("#") && METRICS.some((p) => l.startsWith(p)) && !(l.includes("closes_total") && l.endsWith(" 0"))).map((l) => {
       const i = l.lastIndexOf(" ");
-      return row(l.slice(0, i), l.slice(i + 1));
+      return row(l.slice(0, i), readable(l.slice(0, i), l.slice(i + 1)));
     });
     $("#metrics tbody").replaceChildren(...rows);
   }

@@ -578,11 +578,33 @@ function parseLink() {
   if (!matchId || !key || seat !== 0 && seat !== 1) return null;
   return { matchId, seat, key };
 }
-async function redeemInvite() {
+function joinInvite() {
   const p = new URLSearchParams(location.hash.slice(1));
   const matchId = p.get("m");
   const invite = p.get("i");
   if (!matchId || !invite) return null;
+  $("#join").hidden = false;
+  $("#game").hidden = true;
+  $("#bar").hidden = true;
+  $("#conn").hidden = true;
+  $("header nav").hidden = true;
+  const last = lastPlay();
+  if (last) $("#join-name").value = last.name;
+  return new Promise((resolve) => {
+    $("#join-form").onsubmit = (e) => {
+      e.preventDefault();
+      const name = $("#join-name").value.trim() || "Friend";
+      $("#join-match").disabled = true;
+      void redeemInvite(matchId, invite, name).then((link) => {
+        $("#join-match").disabled = false;
+        if (!link) return;
+        $("#join").hidden = true;
+        resolve(link);
+      });
+    };
+  });
+}
+async function redeemInvite(matchId, invite, name) {
   let claim = sessionStorage.getItem(`claim:${matchId}`);
   if (!claim) {
     const b = crypto.getRandomValues(new Uint8Array(16));
@@ -590,11 +612,12 @@ async function redeemInvite() {
     sessionStorage.setItem(`claim:${matchId}`, claim);
   }
   try {
-    const r = await api("/api/play/invites", { matchId, invite, claim });
+    $("#join-error").textContent = "";
+    const r = await api("/api/play/invites", { matchId, invite, claim, name });
     history.replaceState(null, "", `#${new URLSearchParams({ m: matchId, s: "1", k: r.seatKey })}`);
     return { matchId, seat: 1, key: r.seatKey };
   } catch (e) {
-    $("#lobby-error").textContent = `Could not join the match: ${e.message}`;
+    $("#join-error").textContent = `Could not join the match: ${e.message}`;
     return null;
   }
 }
@@ -924,12 +947,13 @@ function renderBar(st) {
   const opp = v.players[1 - me];
   const decider = v.activePlayer;
   const p = st.plan;
+  const waitingFriend = !!st.clock && !st.clock.isRunning && !v.isFinished;
   if (st.ended || st.conn !== "open") {
     decision.textContent = st.conn === "closed" ? "Not connected" : "Reconnecting…";
     decision.className = "decision offline";
     decision.dataset.state = "offline";
   } else if (p) {
-    decision.textContent = st.busy ? "Sending…" : "Your decision";
+    decision.textContent = st.busy ? "Sending…" : waitingFriend ? "Your decision · the clocks start when your friend joins" : "Your decision";
     decision.className = "decision mine";
     decision.dataset.state = st.busy ? "busy" : "mine";
   } else if (decider === me) {
@@ -937,8 +961,7 @@ function renderBar(st) {
     decision.className = "decision mine";
     decision.dataset.state = "updating";
   } else {
-    const waitingFriend = st.friendKey && v.turnNumber === 0 && decider === 1 - me;
-    decision.textContent = waitingFriend ? "Waiting for your friend to open the link…" : `${opp.name} is deciding…`;
+    decision.textContent = waitingFriend ? "Waiting for your friend to join…" : `${opp.name} is deciding…`;
     decision.className = "decision theirs";
     decision.dataset.state = "theirs";
   }
@@ -1100,7 +1123,7 @@ function renderLog(st) {
 async function main() {
   setCatalog(await api("/cards.json").catch(() => ({})));
   window.addEventListener("hashchange", () => location.reload());
-  const link = parseLink() ?? await redeemInvite();
+  const link = parseLink() ?? await joinInvite();
   if (link) game(link);
   else void lobby();
 }

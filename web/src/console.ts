@@ -100,6 +100,21 @@ async function get(path: string, token: string): Promise<Response> {
   return fetch(path, { headers: { Authorization: `Bearer ${token}` }, cache: "no-store" });
 }
 
+/**
+ * readable prints a metric's value for a person, not as Prometheus writes it
+ * (0.27964386800000013): counts with thousands separators, fractions to
+ * four significant digits, seconds with their unit (under one as ms).
+ */
+function readable(name: string, value: string): string {
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isFinite(n)) return value; // NaN, +Inf
+  const seconds = /_seconds(_sum)?(\{|$)/.test(name); // a bucket or a count is a count
+  if (Number.isInteger(n) && !seconds) return n.toLocaleString("en-US");
+  const short = (x: number) => String(Number(x.toPrecision(4)));
+  if (!seconds) return short(n);
+  return Math.abs(n) < 1 ? `${short(n * 1000)} ms` : `${short(n)} s`;
+}
+
 async function refresh(token: string): Promise<boolean> {
   const res = await get("/api/admin/matches", token);
   if (res.status === 401) {
@@ -152,7 +167,7 @@ async function refresh(token: string): Promise<boolean> {
       .filter((l) => l && !l.startsWith("#") && METRICS.some((p) => l.startsWith(p)) && !(l.includes("closes_total") && l.endsWith(" 0")))
       .map((l) => {
         const i = l.lastIndexOf(" ");
-        return row(l.slice(0, i), l.slice(i + 1));
+        return row(l.slice(0, i), readable(l.slice(0, i), l.slice(i + 1)));
       });
     $("#metrics tbody").replaceChildren(...rows);
   }

@@ -54,15 +54,42 @@ function parseLink(): SeatLink | null {
   return { matchId, seat, key };
 }
 
-// redeemInvite turns a friend's invite link (#m=…&i=…) into a seat link:
-// the invite is single use, and the seat key it yields derives from a claim
-// drawn here, which the creator never sees. The claim is kept for this tab,
-// so a reload retries with the same claim and gets the same key.
-async function redeemInvite(): Promise<SeatLink | null> {
+// joinInvite shows a friend's invite link (#m=…&i=…) as a page where the
+// friend chooses a name, then redeems the invite with it (redeemInvite).
+// It returns null for any other page.
+function joinInvite(): Promise<SeatLink> | null {
   const p = new URLSearchParams(location.hash.slice(1));
   const matchId = p.get("m");
   const invite = p.get("i");
   if (!matchId || !invite) return null;
+  $("#join").hidden = false;
+  $("#game").hidden = true;
+  $("#bar").hidden = true;
+  $("#conn").hidden = true;
+  $("header nav").hidden = true;
+  const last = lastPlay();
+  if (last) $<HTMLInputElement>("#join-name").value = last.name;
+  return new Promise((resolve) => {
+    $("#join-form").onsubmit = (e) => {
+      e.preventDefault();
+      const name = $<HTMLInputElement>("#join-name").value.trim() || "Friend";
+      $<HTMLButtonElement>("#join-match").disabled = true;
+      void redeemInvite(matchId, invite, name).then((link) => {
+        $<HTMLButtonElement>("#join-match").disabled = false;
+        if (!link) return;
+        $("#join").hidden = true;
+        resolve(link);
+      });
+    };
+  });
+}
+
+// redeemInvite turns a friend's invite into a seat link for the name the
+// friend chose: the invite is single use, and the seat key it yields
+// derives from a claim drawn here, which the creator never sees. The claim
+// is kept for this tab, so a retry sends the same claim and gets the same
+// key (the first name stands).
+async function redeemInvite(matchId: string, invite: string, name: string): Promise<SeatLink | null> {
   let claim = sessionStorage.getItem(`claim:${matchId}`);
   if (!claim) {
     const b = crypto.getRandomValues(new Uint8Array(16));
@@ -70,11 +97,12 @@ async function redeemInvite(): Promise<SeatLink | null> {
     sessionStorage.setItem(`claim:${matchId}`, claim);
   }
   try {
-    const r = await api<{ seatKey: string }>("/api/play/invites", { matchId, invite, claim });
+    $("#join-error").textContent = "";
+    const r = await api<{ seatKey: string }>("/api/play/invites", { matchId, invite, claim, name });
     history.replaceState(null, "", `#${new URLSearchParams({ m: matchId, s: "1", k: r.seatKey })}`);
     return { matchId, seat: 1, key: r.seatKey };
   } catch (e) {
-    $("#lobby-error").textContent = `Could not join the match: ${(e as Error).message}`;
+    $("#join-error").textContent = `Could not join the match: ${(e as Error).message}`;
     return null;
   }
 }
@@ -483,12 +511,15 @@ function renderBar(st: GameState): void {
   const opp = v.players[1 - me]!;
   const decider = v.activePlayer;
   const p = st.plan;
+  // A running match whose clock does not run waits for the friend's first
+  // visit (docs/protocol.md §9, point 9): nobody's time runs meanwhile.
+  const waitingFriend = !!st.clock && !st.clock.isRunning && !v.isFinished;
   if (st.ended || st.conn !== "open") {
     decision.textContent = st.conn === "closed" ? "Not connected" : "Reconnecting…";
     decision.className = "decision offline";
     decision.dataset.state = "offline";
   } else if (p) {
-    decision.textContent = st.busy ? "Sending…" : "Your decision";
+    decision.textContent = st.busy ? "Sending…" : waitingFriend ? "Your decision · the clocks start when your friend joins" : "Your decision";
     decision.className = "decision mine";
     decision.dataset.state = st.busy ? "busy" : "mine";
   } else if (decider === me) {
@@ -496,8 +527,7 @@ function renderBar(st: GameState): void {
     decision.className = "decision mine";
     decision.dataset.state = "updating";
   } else {
-    const waitingFriend = st.friendKey && v.turnNumber === 0 && decider === 1 - me;
-    decision.textContent = waitingFriend ? "Waiting for your friend to open the link…" : `${opp.name} is deciding…`;
+    decision.textContent = waitingFriend ? "Waiting for your friend to join…" : `${opp.name} is deciding…`;
     decision.className = "decision theirs";
     decision.dataset.state = "theirs";
   }
@@ -671,7 +701,7 @@ function renderLog(st: GameState): void {
 async function main(): Promise<void> {
   setCatalog(await api<Record<string, Card>>("/cards.json").catch(() => ({})));
   window.addEventListener("hashchange", () => location.reload());
-  const link = parseLink() ?? (await redeemInvite());
+  const link = parseLink() ?? (await joinInvite());
   if (link) game(link);
   else void lobby();
 }

@@ -68,6 +68,16 @@ test("the ops console shows members and the live match with its clocks and owner
   const owner = await row.$eval("td:nth-child(3)", (td) => td.textContent);
   assert.ok(members[0].startsWith(owner.replace("…", "")), `owner ${owner} is not the member ${members[0]}`);
   assert.ok((await con.$$eval("#metrics tbody tr", (rs) => rs.length)) > 3, "no metrics shown");
+  // Values a person reads: no 0.27964386800000013, seconds with their unit.
+  const metrics = await con.$$eval("#metrics tbody tr", (rs) => rs.map((r) => [r.cells[0].textContent, r.cells[1].textContent]));
+  for (const [name, value] of metrics) {
+    const [, whole, fraction] = /^-?([\d,]+)(?:\.(\d+))?(?: m?s)?$/.exec(value) ?? [];
+    assert.ok(whole !== undefined, `${name}: ${value} is not a readable number`);
+    if (fraction) assert.ok((whole.replace(/^0+|,/g, "") + fraction).replace(/^0+/, "").length <= 4, `${name}: ${value} has more than 4 significant digits`);
+  }
+  const appendTime = metrics.find(([name]) => name.startsWith("matchgrain_store_append_seconds_sum"));
+  assert.ok(appendTime, "the console shows no append time");
+  assert.match(appendTime[1], / m?s$/);
   await con.screenshot({ path: join(artifacts, "console.png"), fullPage: true });
   await con.close();
   await page.close();

@@ -86,6 +86,8 @@ function readState(page) {
       hand: mine ? mine.hand.map((c) => c.printingId) : [],
       occupied: mine ? mine.rearGuards.map((u) => u !== null) : [],
       decision: document.querySelector("#decision").dataset.state ?? "",
+      clockRunning: mg.clock ? mg.clock.isRunning : false,
+      names: v ? v.players.map((p) => p.name) : [],
       overlay: ov.hidden ? "" : ov.dataset.state,
       legal: mg.plan ? mg.legal.filter((i) => i.type !== "Concede" && i.type !== "Unknown") : [],
       targets: mg.plan ? [...mg.plan.targets.keys()] : [],
@@ -457,12 +459,24 @@ test("a friend match: the link with Copy, waiting for the friend, the attacker n
     await a.click("#copy-friend");
     await a.waitForSelector("#copy-friend:has-text('Copied'), #copy-friend:has-text('Select and copy')");
     const first = await waitFor(a, "host joined", (s) => s.decision === "mine" || s.decision === "theirs");
-    if (first.decision === "theirs") assert.match(await a.textContent("#decision"), /Waiting for your friend/);
+    // The friend has not opened the link: no clock runs, and the host is told.
+    assert.equal(first.clockRunning, false, "the clock runs before the friend joined");
+    assert.match(await a.textContent("#decision"), first.decision === "theirs" ? /Waiting for your friend to join/ : /clocks start when your friend joins/);
     await a.screenshot({ path: join(artifacts, "desktop-friend.png") });
 
+    // The friend chooses a name before taking the seat.
     const b = guest.page;
     await b.goto(url);
-    await waitFor(b, "guest joined", (s) => s.conn === "open" && s.eventSeq > 0);
+    await b.waitForSelector("#join:not([hidden])");
+    await b.fill("#join-name", "Bea");
+    await b.screenshot({ path: join(artifacts, "phone-friend-join.png") });
+    await b.click("#join-match");
+    const joined = await waitFor(b, "guest joined", (s) => s.conn === "open" && s.eventSeq > 0);
+    assert.deepEqual(joined.names, ["Host", "Bea"]);
+    // The host sees the name and the clock running at once, not at the next periodic clock.
+    const told = await waitFor(a, "host sees the friend", (s) => s.clockRunning && s.names[1] === "Bea", 3_000);
+    assert.notEqual(told.decision, "", "no decision status");
+    assert.doesNotMatch(await a.textContent("#decision"), /friend/);
 
     // Both play until one of them attacks; the attacker reloads while the
     // other decides how to guard: the battle line still names the attacker.
@@ -485,7 +499,7 @@ test("a friend match: the link with Copy, waiting for the friend, the attacker n
     await attacker.reload();
     await waitFor(attacker, "attacker reloaded", (s) => s.conn === "open" && s.step === 3);
     assert.equal(await attacker.getAttribute("#battle-box", "data-attacker"), String(1 - defender));
-    assert.match(await attacker.textContent("#battle-box"), /^Your .* attacks (Host|Friend)'s /);
+    assert.match(await attacker.textContent("#battle-box"), /^Your .* attacks (Host|Bea)'s /);
     // Tap a card: its text is shown.
     await b.click("#my-hand [data-card]");
     assert.match(await b.textContent("#info"), /Power \d+ · shield/);
