@@ -215,6 +215,7 @@ function render(st) {
     const why = reason != null ? ` by ${FINISH[reason] ?? reason}` : "";
     $("#status").textContent = v.winner === -1 ? `Draw${why}` : `${names[v.winner]} wins${why}`;
     $("#status").dataset.finished = "true";
+    $("#conn").replaceChildren(el("a", { id: "replay-link", href: `/replay#${new URLSearchParams({ m: st.matchId })}` }, "Replay this match"));
     return;
   }
   const who = v.activePlayer >= 0 ? names[v.activePlayer] : "";

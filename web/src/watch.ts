@@ -52,6 +52,8 @@ function render(st: WatchState): void {
     const why = reason != null ? ` by ${FINISH[reason] ?? reason}` : "";
     $("#status").textContent = v.winner === -1 ? `Draw${why}` : `${names[v.winner]} wins${why}`;
     $("#status").dataset.finished = "true";
+    // The end offers the replay (docs/protocol.md §15), read from the log.
+    $("#conn").replaceChildren(el("a", { id: "replay-link", href: `/replay#${new URLSearchParams({ m: st.matchId })}` }, "Replay this match"));
     return;
   }
   const who = v.activePlayer >= 0 ? names[v.activePlayer] : "";

@@ -99,6 +99,7 @@ test("a spectator watches a whole bot match, through a reload, and never receive
   await page.screenshot({ path: join(artifacts, "watch-finished.png") });
   const status = await page.textContent("#status");
   assert.match(status, /(wins|Draw)/, `the finished page says ${status}`);
+  assert.equal(await page.getAttribute("#replay-link", "href"), `/replay#m=${matchId}`, "the end offers the replay");
   assert.ok(frames.filter((t) => t === "ServerHello").length >= 2, "the reload connected again");
   assert.ok(frames.length > before, "frames after the reload");
   assert.deepEqual(leaks, [], "hidden information on the spectator's wire");
