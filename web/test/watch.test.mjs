@@ -102,6 +102,11 @@ test("a spectator watches a whole bot match, through a reload, and never receive
   assert.equal(await page.getAttribute("#replay-link", "href"), `/replay#m=${matchId}`, "the end offers the replay");
   assert.ok(frames.filter((t) => t === "ServerHello").length >= 2, "the reload connected again");
   assert.ok(frames.length > before, "frames after the reload");
+  // The board the page kept from events is the board a fresh snapshot gives.
+  const kept = { top: await page.innerHTML("#top"), bottom: await page.innerHTML("#bottom") };
+  await page.reload();
+  await waitStatus(page, (s, finished) => finished === "true", 30_000);
+  assert.deepEqual({ top: await page.innerHTML("#top"), bottom: await page.innerHTML("#bottom") }, kept, "the board kept from events differs from the final snapshot's");
   assert.deepEqual(leaks, [], "hidden information on the spectator's wire");
   assert.deepEqual(errors, [], "page errors");
   await ctx.close();
