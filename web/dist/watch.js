@@ -231,11 +231,35 @@ function handleFrame(st, s, f) {
   st.view = s?.view ?? (f.type === "ServerSnapshot" ? f.body.view : st.view);
   render(st);
 }
+async function listLive() {
+  const res = await fetch("/api/play/live");
+  const data = await res.json().catch(() => ({}));
+  if (!res.ok || !data.matches) {
+    $("#status").textContent = `No list of live matches: ${data.message ?? `HTTP ${res.status}`}`;
+    return;
+  }
+  $("#status").textContent = data.matches.length ? "Live matches" : "No match is being played right now.";
+  $("#battle").replaceChildren(
+    el(
+      "ul",
+      { id: "live" },
+      ...data.matches.map(
+        (m) => el(
+          "li",
+          {},
+          el("a", { href: `/watch#${new URLSearchParams({ m: m.matchId })}`, "data-match": m.matchId }, `${m.names[0]} vs ${m.names[1]}`),
+          ` · turn ${m.turn} · ${m.spectators} watching`
+        )
+      )
+    )
+  );
+}
 async function main() {
   const matchId = new URLSearchParams(location.hash.slice(1)).get("m") ?? "";
   const st = { matchId, view: null, attacker: -1, reason: null, conn: "connecting", delay: "" };
+  window.addEventListener("hashchange", () => location.reload());
   if (!matchId) {
-    $("#status").textContent = "No match to watch: the link needs #m=MATCH.";
+    await listLive();
     return;
   }
   const cards2 = await fetch("/cards.json").then((r) => r.json()).catch(() => ({}));

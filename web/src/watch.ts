@@ -71,11 +71,38 @@ function handleFrame(st: WatchState, s: Session | null, f: ServerFrame): void {
   render(st);
 }
 
+/** listLive shows the running matches to watch (GET /api/play/live). */
+async function listLive(): Promise<void> {
+  const res = await fetch("/api/play/live");
+  const data = (await res.json().catch(() => ({}))) as { matches?: { matchId: string; names: string[]; turn: number; spectators: number }[]; message?: string };
+  if (!res.ok || !data.matches) {
+    $("#status").textContent = `No list of live matches: ${data.message ?? `HTTP ${res.status}`}`;
+    return;
+  }
+  $("#status").textContent = data.matches.length ? "Live matches" : "No match is being played right now.";
+  $("#battle").replaceChildren(
+    el(
+      "ul",
+      { id: "live" },
+      ...data.matches.map((m) =>
+        el(
+          "li",
+          {},
+          el("a", { href: `/watch#${new URLSearchParams({ m: m.matchId })}`, "data-match": m.matchId }, `${m.names[0]} vs ${m.names[1]}`),
+          ` · turn ${m.turn} · ${m.spectators} watching`,
+        ),
+      ),
+    ),
+  );
+}
+
 async function main(): Promise<void> {
   const matchId = new URLSearchParams(location.hash.slice(1)).get("m") ?? "";
   const st: WatchState = { matchId, view: null, attacker: -1, reason: null, conn: "connecting", delay: "" };
+  // Picking a match from the list changes only the fragment: start over.
+  window.addEventListener("hashchange", () => location.reload());
   if (!matchId) {
-    $("#status").textContent = "No match to watch: the link needs #m=MATCH.";
+    await listLive();
     return;
   }
   const cards = await fetch("/cards.json").then((r) => r.json() as Promise<Record<string, Card>>).catch(() => ({}));

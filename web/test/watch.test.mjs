@@ -91,7 +91,9 @@ test("a spectator watches a whole bot match, through a reload, and never receive
       if (why) leaks.push(why);
     }),
   );
-  await page.goto(`http://${matchd.http}/watch#m=${matchId}`);
+  // The list of live matches offers it; picking it starts watching.
+  await page.goto(`http://${matchd.http}/watch`);
+  await page.click(`#live a[data-match="${matchId}"]`, { timeout: 30_000 });
   await waitStatus(page, (s) => /Turn \d+/.test(s), 30_000);
   const before = frames.length;
   await page.reload();
