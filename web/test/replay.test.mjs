@@ -11,8 +11,8 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { chromium } from "playwright-core";
 
+import { launchChromium } from "./chromium.mjs";
 import { repoRoot, startMatchd } from "./matchd.mjs";
 
 const artifacts = join(repoRoot, "web", "test", "artifacts");
@@ -32,11 +32,7 @@ before(async () => {
   }
   const schema = `web_replay_${randomBytes(4).toString("hex")}`;
   matchd = await startMatchd(["--database-url", url, "--database-schema", schema, "--bot-think", "20ms"]);
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await launchChromium();
 });
 
 after(async () => {

@@ -8,9 +8,9 @@ import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { chromium } from "playwright-core";
 
 import { decodeServerFrame } from "../../clients/ts/dist/matchgrain-client.js";
+import { launchChromium } from "./chromium.mjs";
 import { repoRoot, startMatchd } from "./matchd.mjs";
 
 const artifacts = join(repoRoot, "web", "test", "artifacts");
@@ -20,11 +20,7 @@ let browser;
 before(async () => {
   mkdirSync(artifacts, { recursive: true });
   matchd = await startMatchd(["--bot-think", "40ms", "--max-spectators", "4"]);
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await launchChromium();
 });
 
 after(async () => {
