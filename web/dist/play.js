@@ -666,6 +666,16 @@ async function lobby() {
 }
 var MAX_LOG = 300;
 var LOST_COVER_MS = 2500;
+function retryBudget() {
+  const b = window.matchgrainRetry;
+  const def = { backoffMs: [0, 500, 1e3, 2e3, 4e3], maxAttempts: 30 };
+  if (!b) return def;
+  const ok = Array.isArray(b.backoffMs) && b.backoffMs.length > 0 && b.backoffMs.every((x) => Number.isFinite(x) && x >= 0);
+  return {
+    backoffMs: ok ? b.backoffMs : def.backoffMs,
+    maxAttempts: Number.isInteger(b.maxAttempts) && b.maxAttempts > 0 ? b.maxAttempts : def.maxAttempts
+  };
+}
 function game(link) {
   $("#lobby").hidden = true;
   $("#game").hidden = false;
@@ -783,9 +793,7 @@ function startSession(st) {
       url: `${proto}//${location.host}/game`,
       ticket: ticketSource(st.link),
       clientBuild: "matchgrain-web",
-      // About two minutes of attempts, then the player decides.
-      backoffMs: [0, 500, 1e3, 2e3, 4e3],
-      maxAttempts: 30,
+      ...retryBudget(),
       onWire: (e) => {
         if (e.dir === "out" && e.frame.type === "ClientIntent") {
           st.intentsOut++;

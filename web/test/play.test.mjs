@@ -445,6 +445,47 @@ test("a server restart mid-match: the player is told, then continues from the sa
   }
 });
 
+for (const size of Object.keys(SIZES)) {
+  test(`the server gone for good (${size}): the page gives up plainly, disables actions, and "Try again" plays on`, { timeout: 90_000 }, async () => {
+    let node = await startMatchd(["--bot-think", "5ms"], { keys: false });
+    const p = await open(size);
+    const { page } = p;
+    // The page's reconnect budget (about two minutes) scaled down: six attempts.
+    await p.ctx.addInitScript(() => {
+      window.matchgrainRetry = { backoffMs: [0, 100, 200], maxAttempts: 6 };
+    });
+    try {
+      await newBotMatch(page, node.http, "Stranded");
+      const memo = {};
+      await playMoves(page, memo, 2);
+      await waitFor(page, "our decision", (s) => s.decision === "mine");
+      await node.kill(); // and it stays down past the budget
+      const gone = await waitFor(page, "the page gives up", (s) => s.overlay === "gaveup", 20_000);
+      assert.equal(gone.ended, "gaveup");
+      assert.notEqual(gone.conn, "open");
+      assert.match(await page.textContent("#overlay-box"), /Can't reach the server/);
+      assert.ok(await page.$("#ov-retry"), "no Try again");
+      assert.ok(await page.$$eval("#actions button", (bs) => bs.every((x) => x.disabled)), "actions enabled after giving up");
+      // A tap that gets through anyway sends nothing and throws nothing.
+      await page.evaluate(() => document.querySelector('[data-key^="hand:"]')?.click());
+      await page.evaluate(() => document.querySelector("#actions button")?.click());
+      assert.equal((await state(page)).sent, gone.sent, "the page sent an intent after giving up");
+      if (size === "phone") await checkLayout(page, "given up");
+      await page.screenshot({ path: join(artifacts, `${size}-gaveup.png`) });
+
+      // The server comes back; the player asks to try again and plays on.
+      node = await startMatchd(["--bot-think", "5ms"], { keys: false, dataDir: node.dataDir, listen: node.http });
+      await page.click("#ov-retry");
+      await waitFor(page, "back after Try again", (s) => s.conn === "open" && s.overlay === "" && s.decision === "mine", 30_000);
+      await playMoves(page, memo, 1);
+      assert.deepEqual(p.errors, []);
+    } finally {
+      await p.ctx.close();
+      await node.stop();
+    }
+  });
+}
+
 test("a friend match: the link with Copy, waiting for the friend, the attacker named after a reload, a confirmed concession ends it for both", { timeout: 180_000 }, async () => {
   const host = await open("desktop");
   const guest = await open("phone");
