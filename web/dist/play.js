@@ -396,7 +396,7 @@ function planPhase(inp, p, cover) {
         run: () => send2(a)
       });
     }
-    if (acts.some((i) => i.body.instanceId === u.instanceId)) parts.push(`use its ability — ${card(u.printingId)?.ability ?? ""}`);
+    if (acts.some((i) => i.body.instanceId === u.instanceId)) parts.push(`use its ability — ${(card(u.printingId)?.ability ?? "").replace(/\.$/, "")}`);
     p.prompt = `${name}: ${parts.join("; or ")}.`;
   } else {
     p.prompt = phasePrompt(v, { rides: rides.length > 0, calls: calls.length > 0, attacks: attacks.length > 0, guards: guards.length + intercepts.length > 0 });
