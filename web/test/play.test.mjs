@@ -1,12 +1,15 @@
 // The play page in a real headless Chromium (Debian's /usr/bin/chromium, or
 // $CHROMIUM) against a real matchd, at a desktop (1280×900) and a phone
 // (390×844) size: a whole match against the bot played only by tapping cards,
-// circles and the action bar; a second tab taking the seat; a link the server
-// refuses; and a server killed and restarted mid-match, after which the
-// player continues from the same link (the connection lost and found again). Any uncaught page
-// error fails the test; at the phone size the page must never be wider than
-// the screen, and the decision status and actions must be in view.
-// Screenshots go to web/test/artifacts/ (not committed).
+// circles and the action bar (one at each size); and at both sizes, a second
+// tab taking the seat and a link the server refuses; a server killed and
+// restarted mid-match, after which the player continues from the same link;
+// a server gone past the page's reconnect budget (the page gives up); and
+// prompts naming an ability's cost and effect on seeded matches. A friend
+// match has the host at the desktop size and the friend at the phone size.
+// Any uncaught page error fails the test; at the phone size the page must
+// never be wider than the screen, and the decision status and actions must be
+// in view. Screenshots go to web/test/artifacts/ (not committed).
 import assert from "node:assert/strict";
 import { createHmac, randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
@@ -377,74 +380,85 @@ test("on a desktop: turns with rides, calls, attacks and a guard by tapping, the
   await p.ctx.close();
 });
 
-test("a second tab takes the seat; the first says so and can take it back; a refused link says so", { timeout: 90_000 }, async () => {
-  const p = await open("desktop");
-  const a = p.page;
-  await newBotMatch(a, matchd.http, "Tabs");
-  await waitFor(a, "first decision", (s) => s.decision === "mine");
-  const url = a.url();
-  const b = await tab(p.ctx, p.errors);
-  await b.goto(url);
-  await waitFor(b, "second tab playing", (s) => s.conn === "open" && s.decision === "mine");
-  const replaced = await waitFor(a, "first tab told", (s) => s.overlay === "replaced");
-  assert.equal(replaced.ended, "replaced");
-  assert.match(await a.textContent("#overlay-box"), /Opened in another tab/);
-  assert.ok(await a.$$eval("#actions button", (bs) => bs.every((x) => x.disabled)), "the replaced tab's actions are enabled");
-  // A tap that gets through anyway sends nothing and throws nothing.
-  await a.evaluate(() => document.querySelector('[data-key^="hand:"]')?.click());
-  await a.evaluate(() => document.querySelector("#actions button")?.click());
-  assert.equal((await state(a)).sent, 0, "the replaced tab sent an intent");
-  await a.screenshot({ path: join(artifacts, "desktop-replaced.png") });
+for (const size of Object.keys(SIZES)) {
+  test(`a second tab takes the seat; the first says so and can take it back; a refused link says so (${size})`, { timeout: 90_000 }, async () => {
+    const p = await open(size);
+    const a = p.page;
+    await newBotMatch(a, matchd.http, "Tabs");
+    await waitFor(a, "first decision", (s) => s.decision === "mine");
+    const url = a.url();
+    const b = await tab(p.ctx, p.errors);
+    await b.goto(url);
+    await waitFor(b, "second tab playing", (s) => s.conn === "open" && s.decision === "mine");
+    const replaced = await waitFor(a, "first tab told", (s) => s.overlay === "replaced");
+    assert.equal(replaced.ended, "replaced");
+    assert.match(await a.textContent("#overlay-box"), /Opened in another tab/);
+    assert.ok(await a.$$eval("#actions button", (bs) => bs.every((x) => x.disabled)), "the replaced tab's actions are enabled");
+    // A tap that gets through anyway sends nothing and throws nothing.
+    await a.evaluate(() => document.querySelector('[data-key^="hand:"]')?.click());
+    await a.evaluate(() => document.querySelector("#actions button")?.click());
+    assert.equal((await state(a)).sent, 0, "the replaced tab sent an intent");
+    if (size === "phone") await checkLayout(a, "replaced tab");
+    await a.screenshot({ path: join(artifacts, `${size}-replaced.png`) });
 
-  await a.click("#ov-retry");
-  await waitFor(a, "first tab back", (s) => s.conn === "open" && s.overlay === "" && s.decision === "mine");
-  await waitFor(b, "second tab told", (s) => s.overlay === "replaced");
-  await step(a, { mulliganed: true }); // and it plays on
+    await a.click("#ov-retry");
+    await waitFor(a, "first tab back", (s) => s.conn === "open" && s.overlay === "" && s.decision === "mine");
+    await waitFor(b, "second tab told", (s) => s.overlay === "replaced");
+    await step(a, { mulliganed: true }); // and it plays on
 
-  // A link whose key the server refuses: a plain message, no endless retry.
-  const c = await tab(p.ctx, p.errors);
-  await c.goto(url.replace(/k=[^&]+/, "k=not-the-key"));
-  await waitFor(c, "refused link", (s) => s.overlay === "refused", 10_000);
-  assert.match(await c.textContent("#overlay-box"), /This link no longer works/);
-  await c.screenshot({ path: join(artifacts, "desktop-refused.png") });
-  assert.deepEqual(p.errors, []);
-  await p.ctx.close();
-});
-
-test("a server restart mid-match: the player is told, then continues from the same link", { timeout: 120_000 }, async () => {
-  // A node as the demo runs it: no keys given, so it keeps its own.
-  let node = await startMatchd(["--bot-think", "5ms"], { keys: false });
-  const p = await open("phone");
-  const { page } = p;
-  try {
-    await newBotMatch(page, node.http, "Restarted");
-    const memo = {};
-    await playMoves(page, memo, 4);
-    const before = await waitFor(page, "our decision", (s) => s.decision === "mine");
-    await node.kill();
-    const lost = await waitFor(page, "the page says the server is gone", (s) => s.overlay === "lost", 15_000);
-    assert.notEqual(lost.conn, "open");
-    assert.match(await page.textContent("#overlay-box"), /reconnecting/i);
-    assert.ok(await page.$$eval("#actions button", (bs) => bs.every((x) => x.disabled)), "actions enabled while the server is gone");
-    await page.screenshot({ path: join(artifacts, "phone-restart-lost.png") });
-
-    node = await startMatchd(["--bot-think", "5ms"], { keys: false, dataDir: node.dataDir, listen: node.http });
-    const back = await waitFor(page, "back after the restart", (s) => s.conn === "open" && s.overlay === "" && s.decision === "mine", 60_000);
-    assert.equal(back.ended, "");
-    assert.ok(back.eventSeq >= before.eventSeq, `state went back: ${back.eventSeq} < ${before.eventSeq}`);
-    await playMoves(page, memo, 3); // after the restart
-
-    // The same link in a fresh load opens the board too.
-    await page.reload();
-    await waitFor(page, "reloaded after the restart", (s) => s.conn === "open" && s.eventSeq > back.eventSeq && s.overlay === "");
-    await checkLayout(page, "after the restart");
-    await page.screenshot({ path: join(artifacts, "phone-restart-back.png") });
+    // A link whose key the server refuses: a plain message, no endless retry.
+    const c = await tab(p.ctx, p.errors);
+    await c.goto(url.replace(/k=[^&]+/, "k=not-the-key"));
+    await waitFor(c, "refused link", (s) => s.overlay === "refused", 10_000);
+    assert.match(await c.textContent("#overlay-box"), /This link no longer works/);
+    if (size === "phone") await checkLayout(c, "refused link");
+    await c.screenshot({ path: join(artifacts, `${size}-refused.png`) });
     assert.deepEqual(p.errors, []);
-  } finally {
     await p.ctx.close();
-    await node.stop();
-  }
-});
+  });
+}
+
+for (const size of Object.keys(SIZES)) {
+  test(`a server restart mid-match: the player is told, then continues from the same link (${size})`, { timeout: 120_000 }, async () => {
+    // A node as the demo runs it: no keys given, so it keeps its own.
+    let node = await startMatchd(["--bot-think", "5ms"], { keys: false });
+    const p = await open(size);
+    const { page } = p;
+    // Attempts at most 500 ms apart (the page's own backoff goes up to 4 s), for 100 s.
+    await p.ctx.addInitScript(() => {
+      window.matchgrainRetry = { backoffMs: [0, 250, 500], maxAttempts: 200 };
+    });
+    try {
+      await newBotMatch(page, node.http, "Restarted");
+      const memo = {};
+      await playMoves(page, memo, 4);
+      const before = await waitFor(page, "our decision", (s) => s.decision === "mine");
+      await node.kill();
+      const lost = await waitFor(page, "the page says the server is gone", (s) => s.overlay === "lost", 15_000);
+      assert.notEqual(lost.conn, "open");
+      assert.match(await page.textContent("#overlay-box"), /reconnecting/i);
+      assert.ok(await page.$$eval("#actions button", (bs) => bs.every((x) => x.disabled)), "actions enabled while the server is gone");
+      if (size === "phone") await checkLayout(page, "server gone");
+      await page.screenshot({ path: join(artifacts, `${size}-restart-lost.png`) });
+
+      node = await startMatchd(["--bot-think", "5ms"], { keys: false, dataDir: node.dataDir, listen: node.http });
+      const back = await waitFor(page, "back after the restart", (s) => s.conn === "open" && s.overlay === "" && s.decision === "mine", 60_000);
+      assert.equal(back.ended, "");
+      assert.ok(back.eventSeq >= before.eventSeq, `state went back: ${back.eventSeq} < ${before.eventSeq}`);
+      await playMoves(page, memo, 3); // after the restart
+
+      // The same link in a fresh load opens the board too.
+      await page.reload();
+      await waitFor(page, "reloaded after the restart", (s) => s.conn === "open" && s.eventSeq > back.eventSeq && s.overlay === "");
+      if (size === "phone") await checkLayout(page, "after the restart");
+      await page.screenshot({ path: join(artifacts, `${size}-restart-back.png`) });
+      assert.deepEqual(p.errors, []);
+    } finally {
+      await p.ctx.close();
+      await node.stop();
+    }
+  });
+}
 
 /**
  * seatLink makes the link of a seat of a match the admin API created, as an
