@@ -2,7 +2,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: test alloc-test deploy-test compose-test race vet lint fuzz-smoke bench chaos-smoke simulate flake-hunt measure demo games-1m ts-test web-test web-build nemesis nemesis-soak nemesis-ha pg-ha-soak
+.PHONY: test alloc-test deploy-test compose-test race vet lint fuzz-smoke bench chaos-smoke simulate flake-hunt measure measure-cluster demo games-1m ts-test web-test web-build nemesis nemesis-soak nemesis-ha pg-ha-soak
 
 ## test: vet, then the whole suite under -race with a throwaway PostgreSQL, then
 ## the TypeScript client's tests.
@@ -111,6 +111,12 @@ pg-ha-soak:
 ## measure: the load table of docs/performance.md (closed and open loop at 100 and 1,000 matches, 10,000 idle sessions; PostgreSQL fsync on).
 measure:
 	deploy/measure.sh
+
+## measure-cluster: the cluster's workloads of docs/performance.md §3.4–3.5: failover (3 members,
+## 3,000 matches at 0.2/s, SIGKILL of the busiest) and cluster3 (every session on a non-owner,
+## next to one node). MEASURE_FAILOVER_MATCHES, MEASURE_CLUSTER_MATCHES scale them down.
+measure-cluster:
+	deploy/measure.sh failover cluster3
 
 ## demo: the embedded single node with a bot match to watch.
 demo:

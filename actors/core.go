@@ -243,6 +243,7 @@ func (g *Core) activate(id string) {
 		g.halt(HaltClaimFailed)
 		return
 	}
+	claimed := time.Now()
 	if err := g.recover(rec); errors.Is(err, ErrVersionMismatch) {
 		// Nothing was written; the claim only bumped the epoch. The match
 		// waits for a member that runs its rules (a rolling upgrade moves it
@@ -272,8 +273,10 @@ func (g *Core) activate(id string) {
 			g.absent.Since[s] = now
 		}
 	}
+	// The claim's and the rebuild's times say where a failover's herd
+	// spends the store's and the member's time (docs/performance.md).
 	g.log.Info("match activated", "epoch", g.epoch, "log_seq", g.logSeq, "event_seq", g.engine.LastSeq(),
-		"finished", g.engine.IsFinished())
+		"finished", g.engine.IsFinished(), "claim_ms", ms(claimed.Sub(started)), "rebuild_ms", ms(time.Since(claimed)))
 	if g.engine.IsFinished() {
 		// A match whose last entry ended it but whose finished mark never
 		// landed (its activation died in between, or the mark failed) is
@@ -745,3 +748,6 @@ func (g *Core) replayLog(toLogSeq, wantEventSeq int64) ([]protocol.EventEnvelope
 	}
 	return evs, nil
 }
+
+// ms is d in milliseconds with microseconds kept, for logs.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

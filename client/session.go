@@ -26,6 +26,12 @@ var DefaultBackoff = []time.Duration{0, 2 * time.Second, 10 * time.Second, 30 * 
 type Config struct {
 	// Addr is "ws://host:port/game" or "tcp://host:port". Required.
 	Addr string
+	// Fallback are more addresses of the same cluster (any member serves
+	// any seat). Each connection attempt after a failed one or a lost
+	// connection goes to the next address, Addr first and round again, as
+	// a load balancer would send it to a live member: a member that died
+	// costs its sessions one refused dial, not a backoff. Empty: Addr only.
+	Fallback []string
 	// Ticket obtains a fresh ticket for each attempt. Required.
 	Ticket TicketFunc
 	// ClientBuild goes into ClientHello for the server's logs.
@@ -118,6 +124,9 @@ type Session struct {
 	pingSent    map[int64]time.Time
 	lastSent    time.Time
 	err         error
+	// addrTurn counts connection attempts: the n-th dials address
+	// n mod (1+len(Fallback)), Addr being address 0.
+	addrTurn int
 }
 
 const maxMismatches = 32
@@ -439,6 +448,20 @@ func (s *Session) connect(attempt int) (*Conn, error) {
 	return nil, fmt.Errorf("%w after %d attempts: %w", ErrGaveUp, attempt, last)
 }
 
+// nextAddr is the address of the next connection attempt: Addr at first,
+// then each attempt after a failure or a lost connection the next of
+// Fallback (Config.Fallback), so a live connection keeps its address.
+func (s *Session) nextAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.addrTurn % (1 + len(s.cfg.Fallback))
+	s.addrTurn++
+	if n == 0 {
+		return s.cfg.Addr
+	}
+	return s.cfg.Fallback[n-1]
+}
+
 // fatal reports errors that a new attempt cannot cure.
 func fatal(err error) bool {
 	var ce *CloseError
@@ -454,7 +477,7 @@ func (s *Session) attempt() (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: get ticket: %w", err)
 	}
-	conn, err := Dial(s.ctx, s.cfg.Addr, s.cfg.Dial)
+	conn, err := Dial(s.ctx, s.nextAddr(), s.cfg.Dial)
 	if err != nil {
 		return nil, err
 	}

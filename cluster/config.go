@@ -151,6 +151,13 @@ type FailureDetection struct {
 	// TCPTimeout bounds TCP connects and reads (push/pull, joins, fallback
 	// pings). Default 2 s.
 	TCPTimeout time.Duration
+	// IgnoreClosedConnections turns off the closed-connection hint
+	// (cluster/hint.go): a peer whose connection closed and whose ports
+	// refuse connections is then declared dead by the probes only. For
+	// networks whose firewalls answer a cut with refusals (REJECT rules)
+	// rather than silence: there a partitioned peer would look dead at
+	// once instead of after the suspicion timeout. Default false.
+	IgnoreClosedConnections bool
 }
 
 // DefaultFailureDetection returns the LAN defaults documented on

@@ -65,6 +65,7 @@ type Node struct {
 	stall    *stallWatch
 	info     map[string]string // what Describe answers (Config.Info and the member id)
 	replies  *replies          // attemptLocal's reply processes
+	hints    *deathHints       // peers' closed connections, confirmed as deaths at once
 }
 
 // topology is an immutable snapshot of the published cluster topology.
@@ -122,6 +123,7 @@ func Start(cfg Config) (*Node, error) {
 	}
 	n.logSecurity()
 	n.prov = newProvider(mlc, cfg.Join, cfg.TopologyRepublish, cfg.LeaveTimeout, log, n.afterPublish, n.markEvicted)
+	n.hints = &deathHints{p: n.prov}
 	if n.reloader.tls != nil {
 		n.prov.verify = n.verifyPeer
 	}
@@ -266,6 +268,12 @@ func (n *Node) remoteConfig() (*remote.Config, error) {
 // onEvent runs on protoactor's event stream. ClusterTopology is published
 // synchronously under the member list lock, so this stays short.
 func (n *Node) onEvent(evt any) {
+	if e, ok := evt.(*remote.EndpointTerminatedEvent); ok {
+		if !n.cfg.FailureDetection.IgnoreClosedConnections {
+			n.hints.closed(e.Address)
+		}
+		return
+	}
 	t, ok := evt.(*pcluster.ClusterTopology)
 	if !ok {
 		return

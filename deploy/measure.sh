@@ -16,7 +16,18 @@
 #   open100     open loop, 100 matches × 2 intents/s, random phase
 #   open1000    open loop, 1,000 matches × 2 intents/s
 #   idle10000   10,000 connected, silent sessions (5,000 matches)
-# Default: all five, in this order.
+#   failover    3 members on the one PostgreSQL, MEASURE_FAILOVER_MATCHES
+#               matches at 0.2 intents/s with their sessions spread over the
+#               members, then SIGKILL of the member owning the most: per
+#               affected match, the time from the kill to its first accepted
+#               intent; its last line reads exactly
+#               failover: affected=N p50=Xms p99=Yms max=Zms never=N lost=N
+#   cluster3    the open loop (MEASURE_CLUSTER_MATCHES matches × MEASURE_RATE)
+#               on 3 members, every session connected to a member that does
+#               not own its match, then the same load on one node: intents/s,
+#               p50/p99 and node CPU per intent summed over the members
+# Default: the first five, in this order (failover and cluster3 only when
+# named).
 #
 # Environment:
 #   MEASURE_WARMUP     warm-up before measuring (default 20s; 1,000 matches
@@ -25,6 +36,15 @@
 #   MEASURE_RATE       open-loop intents/s per match (default 2)
 #   MEASURE_IDLE       sessions of the idle workload (default 10000)
 #   MEASURE_IDLE_HOLD  how long they are held (default 30s)
+#   MEASURE_FAILOVER_MATCHES  matches in play at the kill (default 3000; a
+#                      few hundred on a shared machine)
+#   MEASURE_FAILOVER_RATE     their intents/s each (default 0.2)
+#   MEASURE_FAILOVER_SETTLE   play once all are connected, before the kill
+#                      (default 20s)
+#   MEASURE_CLUSTER_MATCHES   cluster3's matches (default 1000)
+#   MEASURE_FAILOVER_FLAGS    more matchd flags for the three members
+#                      (MEASURE_PROFILE keeps their logs: with --log-level=info
+#                      they time each phase of the failover)
 #   MEASURE_PROFILE    directory: also take a 20 s CPU profile, a heap
 #                      profile and a goroutine count of the node during each
 #                      workload (pprof through --debug-listen) and its
@@ -41,13 +61,13 @@ cd "$(dirname "$0")/.."
 workloads=("$@")
 ((${#workloads[@]})) || workloads=(closed100 closed1000 open100 open1000 idle10000)
 for w in "${workloads[@]}"; do
-	case "$w" in closed100 | closed1000 | open100 | open1000 | idle10000) ;;
+	case "$w" in closed100 | closed1000 | open100 | open1000 | idle10000 | failover | cluster3) ;;
 	*) echo "measure.sh: unknown workload $w" >&2; exit 2 ;;
 	esac
 done
 
 work=$(mktemp -d)
-trap 'kill "${node_pid:-}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill ${node_pid:-} ${member_pids[*]:-} 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 if [[ -n "${MEASURE_MATCHD:-}" ]]; then
 	cp "$MEASURE_MATCHD" "$work/matchd"
 else
@@ -58,7 +78,7 @@ echo "work directory: $work" >&2
 
 run_all() {
 	set -euo pipefail
-	trap 'kill "${node_pid:-}" 2>/dev/null || true' EXIT
+	trap 'kill ${node_pid:-} ${member_pids[*]:-} 2>/dev/null || true' EXIT
 	local warmup=${MEASURE_WARMUP:-20s} dur=${MEASURE_DURATION:-30s} rate=${MEASURE_RATE:-2}
 	local idle=${MEASURE_IDLE:-10000} hold=${MEASURE_IDLE_HOLD:-30s} prof=${MEASURE_PROFILE:-}
 	local token=measure-token
@@ -96,8 +116,104 @@ run_all() {
 			curl -s -o "$prof/$1.goroutine.txt" "$debug/debug/pprof/goroutine?debug=1" || true) &
 		prof_pid=$!
 	}
+	# Three members of one cluster on one schema ($1), with more matchd
+	# flags after it: their pids in member_pids, "URL=PID,…" in members and
+	# "URL,…" in member_urls.
+	start_members() {
+		local schema=$1 i port seed=""
+		shift
+		PGOPTIONS=--client-min-messages=warning psql -q "$DATABASE_URL" -c "DROP SCHEMA IF EXISTS $schema CASCADE; CREATE SCHEMA $schema" >/dev/null
+		member_pids=() members="" member_urls="" member_debug=()
+		for i in 1 2 3; do
+			port=$(free_port)
+			member_debug+=("http://127.0.0.1:$(free_port)")
+			"$work/matchd" --database-url "$DATABASE_URL" --database-schema "$schema" --listen "127.0.0.1:$port" \
+				--debug-listen "${member_debug[-1]#http://}" \
+				--node-name "member$i" --cluster-name "measure-$$-$schema" --gossip-addr 127.0.0.1:0 --remote-addr 127.0.0.1:0 \
+				${seed:+--join "$seed"} --admin-token "$token" --log-level warn \
+				--max-connections 30000 --max-connections-per-address 30000 --max-handshakes 30000 \
+				"$@" >"$work/$schema.$i.out" 2>"$work/$schema.$i.err" &
+			member_pids+=($!)
+			for _ in $(seq 150); do grep -q "matchd ready" "$work/$schema.$i.out" 2>/dev/null && break; sleep 0.2; done
+			grep -q "matchd ready" "$work/$schema.$i.out" || { cat "$work/$schema.$i.err" >&2; exit 1; }
+			[[ -n "$seed" ]] || seed=$(sed -n 's/^matchd ready .*gossip=\([^ ]*\).*/\1/p' "$work/$schema.$i.out")
+			members+="${members:+,}http://127.0.0.1:$port=${member_pids[-1]}"
+			member_urls+="${member_urls:+,}http://127.0.0.1:$port"
+		done
+	}
+	stop_members() {
+		kill "${member_pids[@]}" 2>/dev/null || true
+		wait "${member_pids[@]}" 2>/dev/null || true
+		member_pids=()
+	}
+	# failover: the load tool kills one of the members itself
+	# (matchctl load --failover).
+	run_failover() {
+		local schema=m_failover n=${MEASURE_FAILOVER_MATCHES:-3000}
+		# shellcheck disable=SC2086 # MEASURE_FAILOVER_FLAGS is a list of flags
+		start_members "$schema" ${MEASURE_FAILOVER_FLAGS:-}
+		local dbpid=()
+		[[ -r "${MATCHGRAIN_PG_DIR:-}/data/postmaster.pid" ]] &&
+			dbpid=(--database-pid "$(head -1 "$MATCHGRAIN_PG_DIR/data/postmaster.pid")")
+		"$work/matchctl" load --token "$token" --failover "$members" --matches "$n" \
+			--rate "${MEASURE_FAILOVER_RATE:-0.2}" --settle "${MEASURE_FAILOVER_SETTLE:-20s}" "${dbpid[@]}" \
+			>"$work/failover.txt" || true
+		stop_members
+		# The members' logs (with MEASURE_FAILOVER_FLAGS=--log-level=info:
+		# topology changes, each activation's claim and rebuild times)
+		# against the kill's time in the report: where the failover's time went.
+		[[ -n "$prof" ]] && cp "$work/$schema".*.err "$work/failover.txt" "$prof/"
+		cat "$work/failover.txt"
+	}
+	# cluster3: the open loop on three members with every session on a
+	# member that does not own its match, then the same load on one node.
+	run_cluster3() {
+		local n=${MEASURE_CLUSTER_MATCHES:-1000} rate=${MEASURE_RATE:-2} wu=$warmup dur=${MEASURE_DURATION:-30s} dbpid=()
+		((n >= 1000)) && (($(secs "$wu") < 60)) && wu=60s
+		[[ -r "${MATCHGRAIN_PG_DIR:-}/data/postmaster.pid" ]] &&
+			dbpid=(--database-pid "$(head -1 "$MATCHGRAIN_PG_DIR/data/postmaster.pid")")
+		start_members m_cluster3
+		# MEASURE_PROFILE: member 1's profiles (cluster3.*), then the one node's (cluster3one.*).
+		debug=${member_debug[0]}
+		profile cluster3 $(($(secs "$wu") + 5))
+		"$work/matchctl" load --token "$token" --cluster "$member_urls" --matches "$n" --rate "$rate" \
+			--warmup "$wu" --duration "$dur" --json "${dbpid[@]}" >"$work/cluster3.json" || true
+		[[ -n "${prof_pid:-}" ]] && { wait "$prof_pid" 2>/dev/null || true; prof_pid=; }
+		stop_members
+		start_node m_cluster3one
+		profile cluster3one $(($(secs "$wu") + 5))
+		"$work/matchctl" load --server "$server" --token "$token" --matches "$n" --rate "$rate" \
+			--warmup "$wu" --duration "$dur" --json "${dbpid[@]}" >"$work/cluster3.one.json" || true
+		[[ -n "${prof_pid:-}" ]] && { wait "$prof_pid" 2>/dev/null || true; prof_pid=; }
+		kill "$node_pid"
+		wait "$node_pid" 2>/dev/null || true
+		node_pid=
+		python3 - "$work" <<'EOF'
+import json, sys
+work = sys.argv[1]
+print()
+print("| same load | intents/s | p50 | p99 | max | errors | CPU per intent (summed over the nodes) | each member's | machine: cores busy (PostgreSQL) |")
+print("|---|---|---|---|---|---|---|---|---|")
+base = None
+for name, f in (("3 members, every session on a member that does not own its match", "cluster3.json"), ("1 node", "cluster3.one.json")):
+    try:
+        r = json.load(open(f"{work}/{f}"))
+    except Exception as e:
+        print(f"| {name} | failed: {e} |")
+        continue
+    node, lat, m = r.get("node") or {}, r["latencyMs"], r.get("machine") or {}
+    each = " / ".join(f"{u['cpuMsPerIntent']:.3f}" for u in r.get("members") or [] if u) or "—"
+    print(f"| {name}: {r['matches']:,} matches × {r['ratePerMatch']:g}/s | {r['intentsPerSecond']:,.0f} | {lat['p50']:.1f} ms | {lat['p99']:.1f} ms | "
+          f"{lat['max']:.0f} ms | {r['errors']} | {node.get('cpuMsPerIntent', 0):.3f} ms | {each} | "
+          f"{m.get('busyCores', 0):.2f} of {m.get('cpus', 0)} ({m.get('databaseCores') or 0:.2f}) |")
+EOF
+	}
 	secs() { python3 -c "import sys,re; m=re.fullmatch(r'(\d+)(s|m)', sys.argv[1]); print(int(m[1])*(60 if m[2]=='m' else 1))" "$1"; }
+	local table=()
 	for w in "${workloads[@]}"; do
+		[[ "$w" == failover || "$w" == cluster3 ]] || table+=("$w")
+	done
+	for w in "${table[@]}"; do
 		local n=${w//[a-z]/} wu=$warmup
 		((n >= 1000)) && (($(secs "$wu") < 60)) && wu=60s
 		echo "== $w" >&2
@@ -154,7 +270,8 @@ run_all() {
 		wait "$node_pid" 2>/dev/null || true
 		node_pid=
 	done
-	python3 - "$work" "${workloads[@]}" <<'EOF'
+	if ((${#table[@]})); then
+		python3 - "$work" "${table[@]}" <<'EOF'
 import json, sys
 work, names = sys.argv[1], sys.argv[2:]
 print()
@@ -189,6 +306,14 @@ for r in idle:
           f"node RSS {r['rssBytesBefore']/2**20:.1f} → {r['rssBytesHeld']/2**20:.1f} MiB: "
           f"{r['rssBytesPerConnection']/1024:.1f} KiB per connection (seat and half a match included)")
 EOF
+	fi
+	for w in "${workloads[@]}"; do
+		case "$w" in
+		failover | cluster3)
+			echo "== $w" >&2
+			"run_$w" ;;
+		esac
+	done
 }
 
 if [[ -n "${DATABASE_URL:-}" ]]; then

@@ -102,18 +102,25 @@ type Observation struct {
 	Skipped  bool          // a tick that found the previous intent in flight or none chosen
 	Latency  time.Duration // send → result
 	Accepted bool
+	// Seat sent the intent; IntentID, EventSeq and Duplicate are its
+	// result's (a failover workload re-sends acknowledged intents).
+	Seat      int
+	IntentID  string
+	EventSeq  int64
+	Duplicate bool
 }
 
-func (st *Stats) add(d time.Duration, accepted bool) {
+func (st *Stats) add(seat int, r *protocol.ServerIntentResult, d time.Duration) {
 	st.mu.Lock()
 	st.latencies = append(st.latencies, d)
 	st.intents++
-	if !accepted {
+	if !r.Accepted {
 		st.rejected++
 	}
 	st.mu.Unlock()
 	if st.Observe != nil {
-		st.Observe(Observation{At: time.Now(), Latency: d, Accepted: accepted})
+		st.Observe(Observation{At: time.Now(), Latency: d, Accepted: r.Accepted, Seat: seat,
+			IntentID: r.IntentID, EventSeq: r.EventSeq, Duplicate: r.Duplicate})
 	}
 }
 

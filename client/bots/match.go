@@ -19,6 +19,9 @@ import (
 type MatchOptions struct {
 	// GameAddr is where the bots connect: ws://HOST:PORT/game or tcp://HOST:PORT.
 	GameAddr string
+	// Fallback are other members' game addresses, where a bot's session
+	// goes when its connection is lost (client.Config.Fallback).
+	Fallback []string
 	// Decks are the players' deck ids; Seed the engine seed (nil: the server picks).
 	Decks [2]string
 	Seed  *uint64
@@ -51,6 +54,17 @@ type MatchOptions struct {
 	// Connected, if set, is called once both seats are connected, before
 	// play starts (a load tool ramps up by it).
 	Connected func()
+	// Created, if set, is called with the match's id as soon as it exists.
+	Created func(matchID string)
+	// Route, if set, picks the game address the match's sessions connect
+	// to, once the match exists (a cluster workload sends them to a member
+	// that does not own the match); GameAddr is not used then.
+	Route func(ctx context.Context, matchID string) (string, error)
+	// Nudge, if set, makes an open-loop match tick once more at the moment
+	// it is closed, whatever its phase: a failover workload closes it at
+	// the kill, so that every match has its next intent on the way at once
+	// instead of up to 1/Rate later.
+	Nudge <-chan struct{}
 	// ConnectionRate caps the intents per second each bot sends (0:
 	// DefaultConnectionRate, under the server's default limit of 16;
 	// negative: no cap, for a server started with a higher
@@ -95,6 +109,14 @@ func PlayMatch(ctx context.Context, admin *client.Admin, o MatchOptions) (MatchR
 		return MatchRun{}, fmt.Errorf("create match: %w", err)
 	}
 	mr := MatchRun{ID: id}
+	if o.Created != nil {
+		o.Created(id)
+	}
+	if o.Route != nil {
+		if o.GameAddr, err = o.Route(ctx, id); err != nil {
+			return mr, fmt.Errorf("match %s: route: %w", id, err)
+		}
+	}
 	if logf != nil {
 		s := "server's choice"
 		if seed != nil {
@@ -108,6 +130,7 @@ func PlayMatch(ctx context.Context, admin *client.Admin, o MatchOptions) (MatchR
 	for seat := range 2 {
 		s, err := client.Start(ctx, client.Config{
 			Addr:        o.GameAddr,
+			Fallback:    o.Fallback,
 			Ticket:      admin.TicketFunc(id, seat),
 			ClientBuild: "matchgrain-bot",
 			MaxAttempts: -1,
@@ -117,7 +140,7 @@ func PlayMatch(ctx context.Context, admin *client.Admin, o MatchOptions) (MatchR
 			// for that goroutine to run is the load tool's, not the
 			// server's (on a busy machine, milliseconds at the tail).
 			OnIntentResult: func(r *protocol.ServerIntentResult, roundTrip time.Duration) {
-				st.add(roundTrip, r.Accepted)
+				st.add(seat, r, roundTrip)
 			},
 		})
 		if err != nil {
@@ -145,7 +168,7 @@ func PlayMatch(ctx context.Context, admin *client.Admin, o MatchOptions) (MatchR
 		pace = newPacer(o.Rate, st)
 		pctx, stop := context.WithCancel(ctx)
 		defer stop()
-		go pace.run(pctx)
+		go pace.run(pctx, o.Nudge)
 	}
 	var wg sync.WaitGroup
 	var errs [2]error

@@ -21,51 +21,70 @@ type pacer struct {
 	mu       sync.Mutex
 	waiting  int
 	inFlight bool
+	// owed: a nudge found no intent ready to send; the next one that is
+	// ready goes at once instead of at the next tick.
+	owed bool
 }
 
 func newPacer(rate float64, st *Stats) *pacer {
 	return &pacer{interval: time.Duration(float64(time.Second) / rate), stats: st, grant: make(chan struct{}, 1)}
 }
 
-// run ticks until ctx ends.
-func (p *pacer) run(ctx context.Context) {
+// run ticks until ctx ends, and once more when nudge is closed (nil: never).
+func (p *pacer) run(ctx context.Context, nudge <-chan struct{}) {
 	phase := time.NewTimer(rand.N(p.interval))
-	select {
-	case <-ctx.Done():
-		phase.Stop()
-		return
-	case <-phase.C:
-	}
-	t := time.NewTicker(p.interval)
-	defer t.Stop()
+	defer phase.Stop()
+	var t <-chan time.Time // nil until the phase has passed
 	for {
-		p.tick()
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-phase.C:
+			tk := time.NewTicker(p.interval)
+			defer tk.Stop()
+			t = tk.C
+		case <-t:
+		case <-nudge:
+			nudge = nil
+			p.tick(true)
+			continue
 		}
+		p.tick(false)
 	}
 }
 
-func (p *pacer) tick() {
+// tick lets a waiting bot send; a nudge that finds none waiting (the bot
+// still deciding, or its previous intent in flight) is owed to the next
+// intent that is ready.
+func (p *pacer) tick(nudged bool) {
 	p.mu.Lock()
-	ok := p.waiting > 0 && !p.inFlight
-	if ok {
-		p.waiting--
-		p.inFlight = true
+	ok := p.grantLocked()
+	if !ok && nudged {
+		p.owed = true
 	}
 	p.mu.Unlock()
-	if ok {
-		p.grant <- struct{}{} // capacity 1 and one grant per intent in flight: never blocks
-	}
 	p.stats.tick(!ok)
+}
+
+// grantLocked lets one waiting bot send if none is in flight (p.mu held).
+func (p *pacer) grantLocked() bool {
+	if p.waiting == 0 || p.inFlight {
+		return false
+	}
+	p.waiting--
+	p.inFlight = true
+	p.owed = false
+	p.grant <- struct{}{} // capacity 1 and one grant per intent in flight: never blocks
+	return true
 }
 
 // wait blocks the bot that has chosen an intent until a tick lets it send.
 func (p *pacer) wait(ctx context.Context) bool {
 	p.mu.Lock()
 	p.waiting++
+	if p.owed {
+		p.grantLocked()
+	}
 	p.mu.Unlock()
 	select {
 	case <-p.grant:
@@ -79,5 +98,8 @@ func (p *pacer) wait(ctx context.Context) bool {
 func (p *pacer) done() {
 	p.mu.Lock()
 	p.inFlight = false
+	if p.owed {
+		p.grantLocked()
+	}
 	p.mu.Unlock()
 }

@@ -33,8 +33,12 @@ type Report struct {
 		P99 float64 `json:"p99"`
 		Max float64 `json:"max"`
 	} `json:"latencyMs"`
-	Node       *NodeUsage `json:"node,omitempty"`
-	FirstError string     `json:"firstError,omitempty"`
+	// Node is the node's usage; on a cluster (Config.Cluster), the sum
+	// over its members (peak RSS summed too; no server times), each
+	// member's being in Members.
+	Node       *NodeUsage   `json:"node,omitempty"`
+	Members    []*NodeUsage `json:"members,omitempty"`
+	FirstError string       `json:"firstError,omitempty"`
 	// Machine is this (the load generator's) machine during the window;
 	// absent where it cannot be read.
 	Machine *MachineUsage `json:"machine,omitempty"`
@@ -97,6 +101,12 @@ func (r *Report) WriteText(out io.Writer) {
 			n.CPUSeconds, n.CPUMsPerIntent, n.PeakRSSBytes/(1<<20), n.RSSBytesAtStart/(1<<20))
 	} else {
 		fmt.Fprintln(out, "node: CPU and memory unknown (no process metrics at --metrics)")
+	}
+	for i, m := range r.Members {
+		if m == nil {
+			continue
+		}
+		fmt.Fprintf(out, "  member %d: %.2f CPU s, %.3f ms CPU per intent (the node line sums the members)\n", i, m.CPUSeconds, m.CPUMsPerIntent)
 	}
 	if t := r.Node; t != nil && t.ServerMs != nil {
 		sm := t.ServerMs

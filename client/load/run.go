@@ -54,11 +54,21 @@ type Config struct {
 	DatabasePID int
 	// Progress, if set, gets a progress line every second.
 	Progress io.Writer
+	// Cluster, if set, are the HTTP base URLs of every member of a cluster
+	// (Admin's among them): each match's sessions connect to a member that
+	// does not own the match, so that every intent makes the hop between
+	// members, and the report's Node sums the members' figures (Members
+	// has each one's; MetricsURL is not used). Token is the admin token
+	// that reads each match's owner.
+	Cluster []string
+	Token   string
 }
 
 // Validate checks c and fills in its defaults.
 func (c *Config) Validate() error {
 	switch {
+	case len(c.Cluster) == 1:
+		return fmt.Errorf("%w: --cluster needs at least 2 members", ErrConfig)
 	case c.Admin == nil:
 		return fmt.Errorf("%w: no admin client", ErrConfig)
 	case c.DatabasePID < 0:
@@ -160,7 +170,18 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		runCtx, stopAt = context.WithDeadline(runCtx, w.end)
 		defer stopAt()
 	}
-	node := newNodeWatch(c.MetricsURL)
+	node := nodeWatches{newNodeWatch(c.MetricsURL)}
+	if len(c.Cluster) > 0 {
+		ids, err := memberIDs(ctx, c.Cluster, c.Token)
+		if err != nil {
+			return nil, err
+		}
+		opts.Route = routeToOther(c.Cluster, ids, c.Token)
+		node = nil
+		for _, m := range c.Cluster {
+			node = append(node, newNodeWatch(m+"/metrics"))
+		}
+	}
 	node.sample() // RSS before the run and the CPU counter at the start
 	var (
 		mu        sync.Mutex
@@ -184,13 +205,10 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 			}
 			o := opts
 			o.BotSeed = c.BotSeed + uint64(i)*2654435761
-			select {
-			case starting <- struct{}{}:
-			case <-runCtx.Done():
+			release, ok := startSlot(runCtx, starting)
+			if !ok {
 				return
 			}
-			var once sync.Once
-			release := func() { once.Do(func() { <-starting }) }
 			o.Connected = release
 			started.Add(1)
 			running.Add(1)
@@ -330,9 +348,27 @@ loop:
 		rep.FirstError = failures[0].Error()
 	}
 	rep.Node = node.usage(rep.Intents)
+	if len(node) > 1 {
+		for _, n := range node {
+			rep.Members = append(rep.Members, n.usage(rep.Intents))
+		}
+	}
 	rep.Machine = machine.usage()
 	if len(failures) > 0 {
 		return rep, fmt.Errorf("%d matches failed: %w", len(failures), errors.Join(failures...))
 	}
 	return rep, nil
+}
+
+// startSlot takes one of the StartAtOnce slots of starting for a match
+// being created and connected, or fails when ctx ends; release gives it
+// back, once however often it is called.
+func startSlot(ctx context.Context, starting chan struct{}) (release func(), ok bool) {
+	select {
+	case starting <- struct{}{}:
+	case <-ctx.Done():
+		return nil, false
+	}
+	var once sync.Once
+	return func() { once.Do(func() { <-starting }) }, true
 }

@@ -245,3 +245,47 @@ func cumulative(b *dto.Bucket) float64 {
 	}
 	return float64(b.GetCumulativeCount())
 }
+
+// nodeWatches are the nodes a run reads: one, or every member of a cluster.
+type nodeWatches []*nodeWatch
+
+func (ns nodeWatches) sample() {
+	for _, n := range ns {
+		n.sample()
+	}
+}
+
+func (ns nodeWatches) markStart() {
+	for _, n := range ns {
+		n.markStart()
+	}
+}
+
+func (ns nodeWatches) markEnd() {
+	for _, n := range ns {
+		n.markEnd()
+	}
+}
+
+// usage is the one node's usage, or the members' summed: CPU, RSS, but no
+// server times (each member's histograms see only its share).
+func (ns nodeWatches) usage(intents int) *NodeUsage {
+	if len(ns) == 1 {
+		return ns[0].usage(intents)
+	}
+	var sum *NodeUsage
+	for _, n := range ns {
+		u := n.usage(intents)
+		if u == nil {
+			return nil // a member's figures missing: no sum
+		}
+		if sum == nil {
+			sum = &NodeUsage{}
+		}
+		sum.CPUSeconds += u.CPUSeconds
+		sum.CPUMsPerIntent += u.CPUMsPerIntent
+		sum.PeakRSSBytes += u.PeakRSSBytes
+		sum.RSSBytesAtStart += u.RSSBytesAtStart
+	}
+	return sum
+}

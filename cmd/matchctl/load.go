@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,9 +38,36 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	idle := fs.Int("idle", 0, "hold this many connected, silent sessions (two per match) and report memory per connection")
 	idleHold := fs.Duration("idle-hold", 30*time.Second, "with --idle: how long to hold the sessions once all are connected")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile (pprof) of this load generator over the whole run to this file: is the load tool what the machine spends its cores on?")
+	failover := fs.String("failover", "", "URL=PID,URL=PID,…: the failover workload on these cluster members (matchd HTTP base URL and process id each): --matches matches at --rate (default 0.2), then SIGKILL of the member owning the most; its last line is 'failover: affected=N p50=Xms p99=Yms max=Zms never=N lost=N'")
+	clusterURLs := fs.String("cluster", "", "URL,URL,…: every member of a cluster (matchd HTTP base URLs): each match's sessions connect to a member that does not own it, and the node figures are summed over the members")
+	settle := fs.Duration("settle", load.DefaultFailoverSettle, "with --failover: how long every match plays once all are connected, before the kill")
+	patience := fs.Duration("patience", load.DefaultFailoverPatience, "with --failover: how long after the kill a match may take to answer before it counts as never")
 	fs.IntVar(&cfg.DatabasePID, "database-pid", 0, "Linux: the pid of a PostgreSQL server on this machine (its postmaster): the report adds the CPU it and its backends used while measuring")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *clusterURLs != "" {
+		for _, u := range strings.Split(*clusterURLs, ",") {
+			cfg.Cluster = append(cfg.Cluster, strings.TrimSuffix(strings.TrimSpace(u), "/"))
+		}
+		if c.server == "" {
+			c.server = cfg.Cluster[0]
+		}
+	}
+	var fc *load.FailoverConfig
+	if *failover != "" {
+		members, err := parseFailoverMembers(*failover)
+		if err != nil {
+			return err
+		}
+		if c.server == "" {
+			c.server = members[0].Server
+		}
+		fc = &load.FailoverConfig{Members: members, Matches: cfg.Matches, Rate: cfg.Rate, Settle: *settle, Patience: *patience,
+			DatabasePID: cfg.DatabasePID}
+		if !flagSet(fs, "matches") {
+			fc.Matches = 0 // the workload's default, not the flag's
+		}
 	}
 	if err := c.check(); err != nil {
 		return err
@@ -49,11 +77,24 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	log := c.logger(stderr)
 	cfg.Admin = client.NewAdmin(c.server, c.token, nil)
+	cfg.Token = c.token
 	if *progress {
 		cfg.Progress = stderr
 	}
 	var ic *load.IdleConfig
-	if *idle != 0 {
+	if fc != nil {
+		var err error
+		if fc.Match, err = c.matchOptions(log); err != nil {
+			return err
+		}
+		if !flagSet(fs, "timeout") {
+			fc.Match.Timeout = 0 // a match at a human pace outlasts --timeout's default
+		}
+		fc.Token, fc.BotSeed, fc.Progress = c.token, c.botSeed, cfg.Progress
+		if err := fc.Validate(); err != nil {
+			return fmt.Errorf("%w: %w", errUsage, err)
+		}
+	} else if *idle != 0 {
 		ic = &load.IdleConfig{Admin: cfg.Admin, GameAddr: c.gameAddr(), Decks: [2]string{c.deck, c.deck2},
 			Sessions: *idle, Hold: *idleHold, MetricsURL: cfg.MetricsURL, Progress: cfg.Progress, Logger: log}
 		if err := ic.Validate(); err != nil {
@@ -79,7 +120,13 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// A report comes back also when matches or sessions failed.
 	var rep interface{ WriteText(io.Writer) }
 	var runErr error
-	if ic != nil {
+	if fc != nil {
+		r, err := load.RunFailover(ctx, *fc)
+		if r != nil {
+			rep = r
+		}
+		runErr = err
+	} else if ic != nil {
 		r, err := load.RunIdle(ctx, *ic)
 		if r != nil {
 			rep = r
@@ -105,6 +152,27 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		rep.WriteText(stdout)
 	}
 	return runErr
+}
+
+// flagSet reports whether the command line set the flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// parseFailoverMembers reads --failover: URL=PID pairs, comma-separated.
+func parseFailoverMembers(v string) ([]load.FailoverMember, error) {
+	var members []load.FailoverMember
+	for _, kv := range strings.Split(v, ",") {
+		u, p, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		pid, err := strconv.Atoi(p)
+		if !ok || err != nil || pid <= 0 || !strings.HasPrefix(u, "http") {
+			return nil, fmt.Errorf("%w: --failover wants URL=PID pairs, got %q", errUsage, kv)
+		}
+		members = append(members, load.FailoverMember{Server: strings.TrimSuffix(u, "/"), PID: pid})
+	}
+	return members, nil
 }
 
 // startCPUProfile profiles this process into path until stop is called.

@@ -128,6 +128,7 @@ func Parse(args []string) (Options, error) {
 	lease := fs.Duration("reclaim-lease", 15*time.Second, "the reclaimer leaves a match alone if another member still in this member's view wrote it this recently")
 	probe := fs.Duration("probe-interval", 0, "memberlist probe interval (0: the cluster default, tuned for a LAN)")
 	suspMult := fs.Int("suspicion-mult", 0, "memberlist suspicion multiplier (0: the cluster default)")
+	closedHint := fs.Bool("closed-connection-hint", true, "declare a peer dead at once when its connection closed and its ports refuse connections (a killed process); false: only the probes decide, for networks whose firewalls refuse instead of dropping during a cut")
 	suspMax := fs.Int("suspicion-max-timeout-mult", 0, "upper bound of the suspicion timeout while confirmations are missing, as a multiple of the base (0: the cluster default)")
 	reqTimeout := fs.Duration("request-timeout", 0, "how long a player's call (open seat, intent, resync) or an API call waits for its match, retrying through a failover; shorter than --heartbeat-timeout (0: derived from failure detection, the crash-detection bound + 5 s, at least 10 s)")
 	gossipKey := fs.String("gossip-key", "", "base64 gossip keys (16, 24 or 32 bytes), comma-separated, the first encrypts; prefer MATCHD_GOSSIP_KEY or --gossip-key-file over the command line")
@@ -171,7 +172,8 @@ func Parse(args []string) (Options, error) {
 	}
 	o.Cluster = cluster.Config{NodeName: *nodeName, GossipAddr: *gossip, Join: splitList(*join), RemoteAddr: *remote,
 		AdvertiseRemoteAddr: *advertiseRemote, ClusterName: *cname,
-		FailureDetection: cluster.FailureDetection{ProbeInterval: *probe, SuspicionMult: *suspMult, SuspicionMaxTimeoutMult: *suspMax}}
+		FailureDetection: cluster.FailureDetection{ProbeInterval: *probe, SuspicionMult: *suspMult, SuspicionMaxTimeoutMult: *suspMax,
+			IgnoreClosedConnections: !*closedHint}}
 	o.DatabaseURL, o.DatabaseSchema, o.DataDir, o.Listen, o.TCPListen = *dburl, *dbSchema, *dataDir, *listen, *tcpListen
 	o.AdminToken, o.TicketKey = *admin, *tkey
 	o.EdgeOnly, o.Demo, o.DemoExit, o.JSONLogs, o.LogLevel = *edgeOnly, *demo, *demoExit, *jsonLogs, *level
