@@ -42,9 +42,14 @@ after(async () => {
   await matchd?.stop();
 });
 
-/** open makes a browser context of one size; errors collects every uncaught page error. */
-async function open(size) {
+/**
+ * open makes a browser context of one size; errors collects every uncaught
+ * page error. retry, if given, replaces the page's reconnect budget
+ * (window.matchgrainRetry: backoffMs, maxAttempts).
+ */
+async function open(size, retry) {
   const ctx = await browser.newContext({ viewport: SIZES[size] });
+  if (retry) await ctx.addInitScript((r) => (window.matchgrainRetry = r), retry);
   const errors = [];
   const page = await tab(ctx, errors);
   return { ctx, page, errors, size };
@@ -422,12 +427,9 @@ for (const size of Object.keys(SIZES)) {
   test(`a server restart mid-match: the player is told, then continues from the same link (${size})`, { timeout: 120_000 }, async () => {
     // A node as the demo runs it: no keys given, so it keeps its own.
     let node = await startMatchd(["--bot-think", "5ms"], { keys: false });
-    const p = await open(size);
-    const { page } = p;
     // Attempts at most 500 ms apart (the page's own backoff goes up to 4 s), for 100 s.
-    await p.ctx.addInitScript(() => {
-      window.matchgrainRetry = { backoffMs: [0, 250, 500], maxAttempts: 200 };
-    });
+    const p = await open(size, { backoffMs: [0, 250, 500], maxAttempts: 200 });
+    const { page } = p;
     try {
       await newBotMatch(page, node.http, "Restarted");
       const memo = {};
@@ -566,12 +568,9 @@ for (const size of Object.keys(SIZES)) {
 for (const size of Object.keys(SIZES)) {
   test(`the server gone for good (${size}): the page gives up plainly, disables actions, and "Try again" plays on`, { timeout: 90_000 }, async () => {
     let node = await startMatchd(["--bot-think", "5ms"], { keys: false });
-    const p = await open(size);
-    const { page } = p;
     // The page's reconnect budget (about two minutes) scaled down: six attempts.
-    await p.ctx.addInitScript(() => {
-      window.matchgrainRetry = { backoffMs: [0, 100, 200], maxAttempts: 6 };
-    });
+    const p = await open(size, { backoffMs: [0, 100, 200], maxAttempts: 6 });
+    const { page } = p;
     try {
       await newBotMatch(page, node.http, "Stranded");
       const memo = {};
