@@ -93,7 +93,7 @@ func (s *Server) routes() http.Handler {
 	}
 	var replays route
 	if s.cfg.PublicPlay && s.cfg.Replays != nil {
-		replays = route{"play_replays", http.MethodGet, false, s.servePublicReplay}
+		replays = route{"play_replays", http.MethodGet, false, s.publicHandler(s.cfg.Replays)}
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rt, ok := table[r.URL.Path]
@@ -102,6 +102,9 @@ func (s *Server) routes() http.Handler {
 		}
 		if !ok && replays.serve != nil && strings.HasPrefix(r.URL.Path, ReplaysPrefix) {
 			rt, ok = replays, true
+		}
+		if !ok && s.cfg.PublicPlay && s.cfg.Live != nil && r.URL.Path == LivePath {
+			rt, ok = route{"play_live", http.MethodGet, false, s.publicHandler(s.cfg.Live)}, true
 		}
 		if !ok && s.cfg.Fallback != nil && !strings.HasPrefix(r.URL.Path, "/api/") {
 			s.cfg.Fallback.ServeHTTP(w, r)

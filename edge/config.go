@@ -171,6 +171,10 @@ type Config struct {
 	// §15), rate limited per client address like the other public
 	// requests (matchd mounts ops.PublicReplays here).
 	Replays http.Handler
+	// Live, if set, serves GET LivePath with PublicPlay: the running
+	// matches to watch, rate limited like Replays (matchd mounts
+	// ops.PublicLive here).
+	Live http.Handler
 	// Fallback, if set, serves every path the edge does not know (matchd
 	// serves its web client and ops console there). Nil answers 404.
 	Fallback http.Handler

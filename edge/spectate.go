@@ -86,20 +86,26 @@ func (s *Server) spectatorTicket(ctx context.Context, matchID string) (int, any,
 	}, nil
 }
 
-// ReplaysPrefix is where Config.Replays serves public replays.
-const ReplaysPrefix = "/api/play/replays/"
+// ReplaysPrefix is where Config.Replays serves public replays, LivePath
+// where Config.Live lists the matches to watch.
+const (
+	ReplaysPrefix = "/api/play/replays/"
+	LivePath      = "/api/play/live"
+)
 
-// servePublicReplay hands a public replay request to Config.Replays once
-// the client address's request budget allows it: a replay rebuilds a whole
-// match.
-func (s *Server) servePublicReplay(w http.ResponseWriter, r *http.Request) int {
-	if !s.play.allowRequest(clientKey(r), time.Now()) {
-		e := tooMany()
-		w.Header().Set("Retry-After", "10")
-		WriteError(w, e.status, e.code, e.message)
-		return e.status
+// publicHandler hands a public GET to h once the client address's request
+// budget allows it: a replay rebuilds a whole match, a list asks every
+// live match's grain.
+func (s *Server) publicHandler(h http.Handler) func(http.ResponseWriter, *http.Request) int {
+	return func(w http.ResponseWriter, r *http.Request) int {
+		if !s.play.allowRequest(clientKey(r), time.Now()) {
+			e := tooMany()
+			w.Header().Set("Retry-After", "10")
+			WriteError(w, e.status, e.code, e.message)
+			return e.status
+		}
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		return rec.status
 	}
-	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-	s.cfg.Replays.ServeHTTP(rec, r)
-	return rec.status
 }

@@ -197,3 +197,18 @@ func TestPublicReplaysRoute(t *testing.T) {
 		t.Fatalf("200 replays in a row from one address were never rate limited")
 	}
 }
+
+// The live list is Config.Live's, only with public play.
+func TestPublicLiveRoute(t *testing.T) {
+	stub := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		edge.WriteJSON(w, http.StatusOK, map[string]any{"matches": []any{}})
+	})
+	closed := newHarness(t, newFakeMatches, func(c *edge.Config) { c.Live = stub })
+	if resp, data := closed.do(t, "GET", edge.LivePath, "", ""); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("the live list without public play: %d %s", resp.StatusCode, data)
+	}
+	h := newHarness(t, newFakeMatches, func(c *edge.Config) { c.PublicPlay = true; c.Live = stub })
+	if resp, data := h.do(t, "GET", edge.LivePath, "", ""); resp.StatusCode != http.StatusOK || string(data) == "" {
+		t.Fatalf("the live list: %d %s", resp.StatusCode, data)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -174,5 +175,39 @@ func TestPublicReplays(t *testing.T) {
 		if code, body := get(t, h, path); code != http.StatusNotFound {
 			t.Fatalf("%s: %d %v", path, code, body)
 		}
+	}
+}
+
+// TestPublicLive lists the running matches whose grain answered, with what
+// a spectator may know, and not a finished or silent one.
+func TestPublicLive(t *testing.T) {
+	store, err := persistence.OpenEmbedded(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	for _, id := range []string{"a", "b", "c"} {
+		if err := store.CreateMatch(context.Background(), id, []byte("meta")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := ops.PublicLive(ops.Deps{Node: node{}, Store: store, Rules: actors.GameRules{}, Timing: actors.DefaultTiming(),
+		Status: func(_ context.Context, id string) (*actors.MatchStatus, error) {
+			switch id {
+			case "a":
+				return &actors.MatchStatus{MatchID: id, Names: [2]string{"Ann", "Bob"}, Turn: 4, Spectators: 2, Owner: "m1"}, nil
+			case "b":
+				return &actors.MatchStatus{MatchID: id, Finished: true}, nil
+			}
+			return nil, errors.New("moving")
+		}})
+	code, body := get(t, h, "/api/play/live")
+	list, _ := body["matches"].([]any)
+	if code != http.StatusOK || len(list) != 1 {
+		t.Fatalf("live: %d %v, want match a only", code, body)
+	}
+	m := list[0].(map[string]any)
+	if m["matchId"] != "a" || m["turn"] != 4.0 || m["spectators"] != 2.0 || m["owner"] != nil {
+		t.Fatalf("live entry %v", m)
 	}
 }

@@ -57,19 +57,41 @@ func (a *api) matches(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) overview(ctx context.Context) (*Overview, error) {
-	ov := &Overview{At: time.Now().UTC(), Self: a.Node.ID(), Members: []OverviewMember{}, Matches: []MatchEntry{}, Takeovers: []actors.Takeover{}}
+	ov := &Overview{At: time.Now().UTC(), Self: a.Node.ID(), Members: []OverviewMember{}, Takeovers: []actors.Takeover{}}
+	var err error
+	if ov.Matches, ov.Truncated, err = a.live(ctx, MaxLiveMatches); err != nil {
+		return nil, err
+	}
+	perOwner := map[string]int{}
+	for _, m := range ov.Matches {
+		perOwner[m.Owner]++
+	}
+	for _, m := range a.Node.Members() {
+		ov.Members = append(ov.Members, OverviewMember{Member: m, Matches: perOwner[m.ID]})
+	}
+	sort.Slice(ov.Members, func(i, j int) bool { return ov.Members[i].ID < ov.Members[j].ID })
+	if a.Takeovers != nil {
+		ov.Takeovers = append(ov.Takeovers, a.Takeovers()...)
+	}
+	return ov, nil
+}
+
+// live lists up to max unfinished matches from the store, each with its
+// grain's status when it answers in time; truncated says there were more.
+func (a *api) live(ctx context.Context, max int) (out []MatchEntry, truncated bool, err error) {
+	out = []MatchEntry{}
 	after := ""
-	for len(ov.Matches) < MaxLiveMatches {
+	for len(out) < max {
 		page, err := a.Store.ListUnfinished(ctx, after, 100)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		for _, m := range page {
-			if len(ov.Matches) == MaxLiveMatches {
-				ov.Truncated = true
+			if len(out) == max {
+				truncated = true
 				break
 			}
-			ov.Matches = append(ov.Matches, MatchEntry{MatchID: m.MatchID, Owner: m.Owner, Epoch: m.Epoch})
+			out = append(out, MatchEntry{MatchID: m.MatchID, Owner: m.Owner, Epoch: m.Epoch})
 		}
 		if len(page) < 100 {
 			break
@@ -80,7 +102,7 @@ func (a *api) overview(ctx context.Context) (*Overview, error) {
 	// that is moving shows its store row and the error.
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
-	for i := range ov.Matches {
+	for i := range out {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func(e *MatchEntry) {
@@ -95,21 +117,10 @@ func (a *api) overview(ctx context.Context) (*Overview, error) {
 			}
 			e.Status = st
 			e.Owner, e.Epoch = st.Owner, st.Epoch
-		}(&ov.Matches[i])
+		}(&out[i])
 	}
 	wg.Wait()
-	perOwner := map[string]int{}
-	for _, m := range ov.Matches {
-		perOwner[m.Owner]++
-	}
-	for _, m := range a.Node.Members() {
-		ov.Members = append(ov.Members, OverviewMember{Member: m, Matches: perOwner[m.ID]})
-	}
-	sort.Slice(ov.Members, func(i, j int) bool { return ov.Members[i].ID < ov.Members[j].ID })
-	if a.Takeovers != nil {
-		ov.Takeovers = append(ov.Takeovers, a.Takeovers()...)
-	}
-	return ov, nil
+	return out, truncated, nil
 }
 
 // MatchInfo is the answer of GET /api/admin/matches/{id}: the store's row of

@@ -13,7 +13,7 @@ const root = dirname(fileURLToPath(import.meta.url));
 const out = join(root, "dist");
 const files = new Map();
 
-for (const entry of ["play", "console"]) {
+for (const entry of ["play", "console", "watch", "replay"]) {
   const r = await build({
     entryPoints: [join(root, "src", `${entry}.ts`)],
     bundle: true,

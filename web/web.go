@@ -31,6 +31,8 @@ func Assets() fs.FS {
 }
 
 // Handler serves the play page at /, the ops console page at /console, the
+// spectator page at /watch (docs/protocol.md §14), the replay viewer at
+// /replay (§15), the
 // bundles, and /cards.json (the public card catalog, so the page can name
 // cards). The console's data comes from the operations API (package ops, /api/admin/), which needs the token.
 func Handler() http.Handler {
@@ -47,6 +49,10 @@ func Handler() http.Handler {
 		switch r.URL.Path {
 		case "/console", "/console/":
 			http.ServeFileFS(w, r, assets, "console.html")
+		case "/watch", "/watch/":
+			http.ServeFileFS(w, r, assets, "watch.html")
+		case "/replay", "/replay/":
+			http.ServeFileFS(w, r, assets, "replay.html")
 		case "/matchgrain-client.js":
 			w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
 			w.Header().Set("Cache-Control", "no-cache")

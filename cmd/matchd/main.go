@@ -186,7 +186,7 @@ func run(ctx context.Context, o config.Options, base *slog.Logger) error {
 	ec.Logger, ec.Registry, ec.UseOnce, ec.Admitted, ec.Fallback = log, registry, grains.UseOnce(store), node.Admitted, web.Handler()
 	opsDeps := ops.Deps{Node: node, Store: store, Rules: actors.GameRules{}, Timing: o.Timing,
 		Status: gw.Status, Takeovers: grainMetrics.RecentTakeovers, Logger: log}
-	ec.Admin, ec.Replays = ops.Handler(opsDeps), ops.PublicReplays(opsDeps)
+	ec.Admin, ec.Replays, ec.Live = ops.Handler(opsDeps), ops.PublicReplays(opsDeps), ops.PublicLive(opsDeps)
 	srv, err := edge.New(ec, gw)
 	if err != nil {
 		node.Kill()
@@ -340,7 +340,8 @@ func storeKind(o config.Options) string {
 func openStore(ctx context.Context, o config.Options, log *slog.Logger, statements prometheus.Histogram) (persistence.Store, error) {
 	if o.DatabaseURL != "" {
 		opts := []persistence.PostgresOption{persistence.WithLogger(log),
-			persistence.WithStatementObserver(func(d time.Duration) { statements.Observe(d.Seconds()) })}
+			persistence.WithStatementObserver(func(d time.Duration) { statements.Observe(d.Seconds()) }),
+			persistence.WithTCPTimeouts(o.DatabaseTCP)}
 		if o.DatabaseSchema != "" {
 			opts = append(opts, persistence.WithSchema(o.DatabaseSchema))
 		}

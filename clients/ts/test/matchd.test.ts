@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
-import { Admin, EVENTS, Session, boardFromView, diffBoards, type ServerFrame, type WireEntry } from "../src/index.js";
+import { Admin, EVENTS, SeatSpectator, Session, boardFromView, diffBoards, type ServerFrame, type WireEntry } from "../src/index.js";
 import { playSeat, removeBuild, startMatchd, type Matchd } from "./matchd.js";
 
 let node: Matchd;
@@ -35,7 +35,7 @@ function lateListener(): { listener: (f: ServerFrame) => void; subscribe: (l: (f
   };
 }
 
-test("two sessions play a full match against matchd, each reconnecting once mid-match", { timeout: 300_000 }, async (t) => {
+test("two sessions play a full match against matchd, each reconnecting once mid-match, a spectator watching", { timeout: 300_000 }, async (t) => {
   const t0 = Date.now();
   const admin = new Admin(`http://${node.http}`, node.adminToken);
   const decks = await admin.decks();
@@ -53,6 +53,12 @@ test("two sessions play a full match against matchd, each reconnecting once mid-
   const sessions: Session[] = [];
   const plays: Promise<Awaited<ReturnType<typeof playSeat>>>[] = [];
   const seen: ServerFrame[][] = [[], []];
+  // A spectator (docs/protocol.md §14) watches from the start.
+  const watched: ServerFrame[] = [];
+  const spectator = await Session.start(
+    { url, ticket: admin.ticketSource(matchId, SeatSpectator), clientBuild: "matchgrain-ts-test-spectator", backoffMs: [0, 200, 500], maxAttempts: -1 },
+    (f) => watched.push(f),
+  );
   try {
     for (const seat of [0, 1]) {
       const { listener, subscribe } = lateListener();
@@ -81,6 +87,19 @@ test("two sessions play a full match against matchd, each reconnecting once mid-
     const results = await Promise.all(plays);
 
     const [a, b] = results as [(typeof results)[0], (typeof results)[0]];
+    for (let i = 0; i < 300 && !spectator.view?.isFinished; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(spectator.seat, SeatSpectator);
+    assert.equal(spectator.view?.isFinished, true, "the spectator never saw the end");
+    assert.equal(spectator.view?.winner, a.final.winner, "the spectator saw another winner");
+    assert.deepEqual(spectator.legalIntents, [], "a spectator may send nothing");
+    assert.deepEqual(spectator.consistency().mismatches, [], "the spectator's view kept from events disagrees with its snapshots");
+    for (const f of watched) {
+      if (f.type === "ServerSnapshot") assert.ok(f.body.view.players.every((p) => p.hand.length === 0), "a hand reached the spectator");
+      if (f.type !== "ServerEvents") continue;
+      for (const e of f.body.events) {
+        if (e.event.type === "CardsDrawn") assert.deepEqual(e.event.body.cards, [], `seq ${e.seq}: a drawn card reached the spectator`);
+      }
+    }
     assert.equal(a.final.isFinished, true);
     assert.equal(a.final.winner, b.final.winner, "the seats disagree on the winner");
     assert.equal(a.final.eventSeq, b.final.eventSeq, "the seats disagree on the last eventSeq");
@@ -148,7 +167,7 @@ test("two sessions play a full match against matchd, each reconnecting once mid-
       );
     }
   } finally {
-    await Promise.all(sessions.map((s) => s.leave("test over", 3_000)));
+    await Promise.all([...sessions, spectator].map((s) => s.leave("test over", 3_000)));
   }
   for (const s of sessions) assert.equal(s.err, null);
   t.diagnostic(`match played in ${((Date.now() - t0) / 1000).toFixed(1)} s (2 shared cores)`);
