@@ -119,6 +119,10 @@ type Core struct {
 	everyEvent *[]protocol.EventEnvelope
 
 	refusal string // why the activation was refused (stateRefused)
+	// notOwner: the activation halted because another member owns the
+	// match in this member's view (HaltNotOwner); its replies say so, for
+	// the caller to retry soon instead of backing off (Reply.NotOwner).
+	notOwner bool
 
 	seats [2]*attachment
 	// spectators are the attached spectators' connections by session id
@@ -271,6 +275,7 @@ func (g *Core) activate(id string) {
 		// A caller routed by a view older than this member's; it retries
 		// and finds the owner once its view catches up.
 		g.log.Info("activation refused: another member owns the match in this member's view")
+		g.notOwner = true
 		g.halt(HaltNotOwner)
 		return
 	}
@@ -718,6 +723,10 @@ func (g *Core) onMessage(msg any) {
 		}
 		return
 	case stateStopped, stateLoading:
+		if g.notOwner {
+			g.respond(&Reply{Code: ReplyUnavailable, Message: "not the owner in this member's view", NotOwner: true})
+			return
+		}
 		g.respond(&Reply{Code: ReplyUnavailable, Message: "match is moving"})
 		return
 	case stateRefused:

@@ -148,6 +148,11 @@ type Reply struct {
 	NotAttached []int `msgpack:",omitempty"`
 	// Status answers an Inspect.
 	Status *MatchStatus `msgpack:",omitempty"`
+	// NotOwner marks a ReplyUnavailable from an activation this member
+	// refused because its view names another owner: the caller's view and
+	// this member's differ for the moment (one saw a member leave or join
+	// before the other), and agree again within a detection time.
+	NotOwner bool `msgpack:",omitempty"`
 }
 
 // ActivationMoving says whether the activation that answered is going away
@@ -156,6 +161,13 @@ type Reply struct {
 // activation (cluster.Moving), the one retry of a grain call.
 func (r *Reply) ActivationMoving() (reason string, moving bool) {
 	return r.Message, r.Code == ReplyUnavailable
+}
+
+// RefusedByView says the activation was refused because the answering
+// member's view names another owner (cluster.ViewRefusal): the cluster's
+// request retries such a refusal quickly, a bounded number of times.
+func (r *Reply) RefusedByView() bool {
+	return r.Code == ReplyUnavailable && r.NotOwner
 }
 
 // OutFrame is one encoded server frame for a seat. ToSeq is the last event

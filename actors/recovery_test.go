@@ -6,7 +6,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -772,5 +775,51 @@ func TestGrainGuestNameAndHeldClockSurviveReactivation(t *testing.T) {
 				t.Fatalf("the creator's clock once the friend came: %+v", v.Clock)
 			}
 		})
+	}
+}
+
+// A member that refuses an activation because another member owns the match
+// in its view says so in its replies (Reply.NotOwner, cluster.ViewRefusal),
+// for the caller to retry quickly while the views differ; any other stopped
+// activation answers only that the match is moving.
+func TestRefusalByViewIsMarked(t *testing.T) {
+	store, err := persistence.OpenEmbedded(t.TempDir())
+	if err != nil {
+		t.Fatalf("open embedded store: %v", err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	var owns atomic.Bool
+	cores, err := NewCores(GrainDeps{
+		Store: store, Rules: GameRules{}, Timing: DefaultTiming(), Owner: func() string { return "m1" },
+		Owns: func(string) bool { return owns.Load() }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byView := cores()
+	if rd := byView.Activate("m_elsewhere"); rd.Halt != HaltNotOwner {
+		t.Fatalf("activation not owned in this view halted with %v, want %v", rd.Halt, HaltNotOwner)
+	}
+	owns.Store(true)
+	fenced := cores()
+	fenced.halt(HaltFenced)
+	for _, c := range []struct {
+		name   string
+		core   *Core
+		byView bool
+	}{{"refused by view", byView, true}, {"fenced", fenced, false}} {
+		var reply *Reply
+		for _, s := range c.core.Handle(&Wake{}).Sends {
+			if m, ok := s.Msg.(*Reply); ok && s.To == nil {
+				reply = m
+			}
+		}
+		if reply == nil {
+			t.Fatalf("%s: no reply", c.name)
+		}
+		if _, moving := reply.ActivationMoving(); !moving || reply.RefusedByView() != c.byView {
+			t.Errorf("%s: reply %+v moving %v, refused by view %v; want moving, refused by view %v",
+				c.name, reply, moving, reply.RefusedByView(), c.byView)
+		}
 	}
 }

@@ -81,15 +81,30 @@ func (n *Node) Request(ctx context.Context, identity, kind string, msg any) (any
 	return n.retry(ctx, identity, kind, wire, 1, err)
 }
 
+// viewRetries bounds the quick retries of one request refused because the
+// answering member's view names another owner (ViewRefusal): the views agree
+// again within a detection time (tens of ms with the closed-connection hint,
+// about 190 ms seen for a survivor whose stream to a killed member ended
+// late, docs/performance.md §3.4), and the growing backoff would add up to
+// a second after that. Each quick retry waits at most Retry.Initial, so the
+// quick ones cost a request at most viewRetries refused activations, never
+// a store read; past them it backs off as for any other failure.
+const viewRetries = 16
+
 // retry goes on with Request after attempts attempts that failed with
 // lastErr (none: attempts is 0).
 func (n *Node) retry(ctx context.Context, identity, kind string, wire any, attempts int, lastErr error) (any, error) {
 	// A lost member means the new topology is already here: no reason to
 	// wait before the next attempt.
 	wait := attempts > 0 && !errors.Is(lastErr, errMemberLost)
+	// refused counts the attempts refused by a member's view (ViewRefusal).
+	refused := 0
+	if attempts > 0 && errors.Is(lastErr, errViewRefused) {
+		refused = 1
+	}
 	for {
 		if wait {
-			if err := sleepCtx(ctx, n.backoff(attempts-1)); err != nil {
+			if err := sleepCtx(ctx, n.retryWait(attempts, refused, lastErr)); err != nil {
 				return nil, n.unavailable(identity, kind, attempts, err, lastErr)
 			}
 		}
@@ -110,8 +125,22 @@ func (n *Node) retry(ctx context.Context, identity, kind string, wire any, attem
 			// reports the one before it (a moving activation's reason).
 			lastErr = err
 		}
+		if errors.Is(err, errViewRefused) {
+			refused++
+		}
 		wait = !errors.Is(err, errMemberLost)
 	}
+}
+
+// retryWait is the wait before the next attempt, after attempts attempts of
+// which refused were view refusals, the last failing with lastErr: up to
+// Retry.Initial after a view refusal while the request has had at most
+// viewRetries of them, else the backoff, counted without the quick retries.
+func (n *Node) retryWait(attempts, refused int, lastErr error) time.Duration {
+	if refused <= viewRetries && errors.Is(lastErr, errViewRefused) {
+		return rand.N(n.cfg.Retry.Initial + 1)
+	}
+	return n.backoff(max(attempts-min(refused, viewRetries)-1, 0))
 }
 
 // attempt runs one protoactor Request. protoactor's call cannot be cancelled
@@ -286,6 +315,18 @@ type Moving interface {
 	ActivationMoving() (reason string, moving bool)
 }
 
+// ViewRefusal is implemented by Moving replies that can say the activation
+// was refused because the answering member's view names another owner than
+// the caller's view did. Such views agree again within a detection time, so
+// Request retries these refusals after at most Retry.Initial, up to a bound
+// (viewRetries), instead of backing off further at each one. The match
+// grain's Reply implements it.
+type ViewRefusal interface {
+	// RefusedByView reports whether the answering member refused because
+	// another member owns the identity in its view.
+	RefusedByView() bool
+}
+
 // unwrapReply turns a grain reply into the caller's value or error.
 func (n *Node) unwrapReply(identity, kind string, resp any) (v any, retry bool, err error) {
 	switch r := resp.(type) {
@@ -295,7 +336,7 @@ func (n *Node) unwrapReply(identity, kind string, resp any) (v any, retry bool, 
 		}
 		if m, ok := r.V.(Moving); ok {
 			if why, moving := m.ActivationMoving(); moving {
-				return n.moving(identity, kind, why)
+				return n.moving(identity, kind, why, refusedByView(r.V))
 			}
 		}
 		return r.V, false, nil
@@ -309,7 +350,7 @@ func (n *Node) unwrapReply(identity, kind string, resp any) (v any, retry bool, 
 		return nil, false, fmt.Errorf("cluster: grain %s/%s: %w", kind, identity, r)
 	case Moving:
 		if why, moving := r.ActivationMoving(); moving {
-			return n.moving(identity, kind, why)
+			return n.moving(identity, kind, why, refusedByView(r))
 		}
 		return resp, false, nil
 	default:
@@ -320,13 +361,26 @@ func (n *Node) unwrapReply(identity, kind string, resp any) (v any, retry bool, 
 // errMoving: the activation that answered is going away (Moving).
 var errMoving = errors.New("the activation is going away")
 
+// errViewRefused: the answering member refused the activation because its
+// view names another owner (ViewRefusal); it also wraps errMoving.
+var errViewRefused = errors.New("refused by the answering member's view")
+
+// refusedByView reports whether reply is a ViewRefusal that says so.
+func refusedByView(reply any) bool {
+	r, ok := reply.(ViewRefusal)
+	return ok && r.RefusedByView()
+}
+
 // moving drops the cached PID of an activation that said it is going away,
 // for the next attempt to resolve the identity again. Out of line, like
 // localFailed.
 //
 //go:noinline
-func (n *Node) moving(identity, kind, why string) (any, bool, error) {
+func (n *Node) moving(identity, kind, why string, byView bool) (any, bool, error) {
 	n.c.PidCache.Remove(identity, kind)
+	if byView {
+		return nil, true, fmt.Errorf("grain %s/%s: %w (%w): %s", kind, identity, errMoving, errViewRefused, why)
+	}
 	return nil, true, fmt.Errorf("grain %s/%s: %w: %s", kind, identity, errMoving, why)
 }
 

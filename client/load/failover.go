@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/matchgrain/matchgrain/client"
@@ -541,7 +542,11 @@ func getJSON(ctx context.Context, hc *http.Client, u, token string, out any) err
 // failoverTransport sends each request to members[first] and, when that
 // member cannot be dialled (it was killed), to the next ones in turn: the
 // admin calls of a match keep working after its member's death, as behind
-// a load balancer.
+// a load balancer. A request that is safe to repeat (repeatable) also moves
+// on when its connection ended without an answer: a kept-alive connection
+// to the killed member ends so, and a session's ticket failing that way
+// cost it the client's whole second reconnect wait (2 s,
+// docs/performance.md §3.4).
 func failoverTransport(members []FailoverMember, first int) http.RoundTripper {
 	hosts := make([]string, len(members))
 	for j := range members {
@@ -564,7 +569,7 @@ func failoverTransport(members []FailoverMember, first int) http.RoundTripper {
 			}
 			resp, err := http.DefaultTransport.RoundTrip(r)
 			var op *net.OpError
-			if err != nil && errors.As(err, &op) && op.Op == "dial" {
+			if err != nil && (errors.As(err, &op) && op.Op == "dial" || repeatable(req) && connectionEnded(err)) {
 				last = err
 				continue
 			}
@@ -572,6 +577,21 @@ func failoverTransport(members []FailoverMember, first int) http.RoundTripper {
 		}
 		return nil, last
 	})
+}
+
+// repeatable reports whether req may be sent again to another member after
+// its connection ended without an answer: reads, and tickets (single use; a
+// ticket minted twice leaves one unused, which expires). Not a match's
+// creation, which would leave a second match behind.
+func repeatable(req *http.Request) bool {
+	return req.Method == http.MethodGet || req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/api/game/tickets")
+}
+
+// connectionEnded reports whether err says the connection ended before an
+// answer came: what a request on a kept-alive connection to a killed
+// process gets.
+func connectionEnded(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

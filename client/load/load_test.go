@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -327,5 +328,47 @@ func TestConfigValidate(t *testing.T) {
 		if err := ic.Validate(); !errors.Is(err, ErrConfig) {
 			t.Errorf("%d idle sessions: %v, want ErrConfig", n, err)
 		}
+	}
+}
+
+// TestFailoverTransportMovesOnFromEndedConnections: a ticket request whose
+// connection to a member ends without an answer (a kept-alive connection
+// to a killed member) goes to the next member, as one that cannot be
+// dialled does; a match's creation is not sent twice.
+func TestFailoverTransportMovesOnFromEndedConnections(t *testing.T) {
+	// dead answers nothing: each connection is closed once a request came,
+	// as the kernel closes a killed process's sockets.
+	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Errorf("hijack: %v", err)
+			return
+		}
+		_ = conn.Close()
+	}))
+	defer dead.Close()
+	var live atomic.Int64
+	alive := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		live.Add(1)
+		_, _ = io.WriteString(w, `{}`)
+	}))
+	defer alive.Close()
+	hc := &http.Client{Timeout: 10 * time.Second,
+		Transport: failoverTransport([]FailoverMember{{Server: dead.URL}, {Server: alive.URL}}, 0)}
+
+	resp, err := hc.Post(dead.URL+"/api/game/tickets", "application/json", strings.NewReader(`{"matchId":"m","seat":0}`))
+	if err != nil {
+		t.Fatalf("ticket with the first member's connection ended: %v; want the next member's answer", err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || live.Load() != 1 {
+		t.Fatalf("ticket: status %d, %d requests to the live member; want 200 from it", resp.StatusCode, live.Load())
+	}
+	if resp, err := hc.Post(dead.URL+"/api/matches", "application/json", strings.NewReader(`{}`)); err == nil {
+		_ = resp.Body.Close()
+		t.Fatalf("a match's creation with its connection ended answered %d; want the error, not a second match", resp.StatusCode)
+	}
+	if n := live.Load(); n != 1 {
+		t.Fatalf("%d requests reached the live member; a match's creation must not be repeated", n)
 	}
 }
