@@ -90,6 +90,17 @@ test("a finished match replays as the spectator saw it: back, forward, a turn, p
   assert.ok(last > 10, `only ${last} batches`);
   assert.deepEqual(await board(replay), ended, "the replay's last board is not the one the spectator page ended on");
 
+  // Every battle line names the players: nobody on this page is "you".
+  await replay.click("#first");
+  let attacks = 0;
+  for (let i = 0; i < last; i++) {
+    const line = (await replay.textContent("#battle")) ?? "";
+    if (line.includes("attacks")) attacks++;
+    assert.doesNotMatch(line, /\byour?\b/i, `batch ${i}'s battle line speaks to a seat`);
+    await replay.click("#forward");
+  }
+  assert.ok(attacks > 0, "no batch showed an attack");
+
   // Forward and back again: the same board.
   await replay.click("#first");
   for (let i = 0; i < 12; i++) await replay.click("#forward");
