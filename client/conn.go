@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -27,6 +28,11 @@ type DialOptions struct {
 	DialTimeout time.Duration
 	// WriteTimeout bounds each frame written (default 10 s).
 	WriteTimeout time.Duration
+	// LocalAddr, if set, is the local IP address the connection binds to
+	// (unset: the system chooses). One local address has one range of
+	// ephemeral ports toward a server, so a load generator holding more
+	// connections than that spreads them over several addresses.
+	LocalAddr netip.Addr
 }
 
 const (
@@ -116,6 +122,11 @@ func Dial(ctx context.Context, addr string, opts DialOptions) (*Conn, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.DialTimeout)
 	defer cancel()
+	dial := dialTCP
+	if opts.LocalAddr.IsValid() {
+		local := net.TCPAddrFromAddrPort(netip.AddrPortFrom(opts.LocalAddr, 0))
+		dial = sockio.WrapDial((&net.Dialer{LocalAddr: local}).DialContext)
+	}
 	switch u.Scheme {
 	case "ws", "wss":
 		if u.Path == "" || u.Path == "/" {
@@ -126,7 +137,7 @@ func Dial(ctx context.Context, addr string, opts DialOptions) (*Conn, error) {
 			header = http.Header{"Origin": []string{opts.Origin}}
 		}
 		d := websocket.Dialer{HandshakeTimeout: opts.DialTimeout, ReadBufferSize: 4 << 10, WriteBufferSize: 4 << 10,
-			NetDialContext: dialTCP}
+			NetDialContext: dial}
 		ws, resp, err := d.DialContext(ctx, u.String(), header)
 		if resp != nil && resp.Body != nil {
 			resp.Body.Close()
@@ -140,7 +151,7 @@ func Dial(ctx context.Context, addr string, opts DialOptions) (*Conn, error) {
 		ws.SetReadLimit(protocol.MaxFrameBytes)
 		return &Conn{ws: ws, writeTimeout: opts.WriteTimeout}, nil
 	case "tcp":
-		c, err := dialTCP(ctx, "tcp", u.Host)
+		c, err := dial(ctx, "tcp", u.Host)
 		if err != nil {
 			return nil, fmt.Errorf("client: dial tcp %s: %w", u.Host, err)
 		}

@@ -282,7 +282,7 @@ func (p *provider) publish() {
 	}
 	var notice []byte
 	if len(revenants) > 0 {
-		notice = evictionNotice(p.sideLocked())
+		notice = evictionNotice(p.mlConfig.Name, p.sideLocked())
 	}
 	p.liveMu.Unlock()
 	p.c.MemberList.UpdateClusterTopology(members)
@@ -437,19 +437,24 @@ func (p *provider) otherSeeds() []string {
 // the revenant's ID here for good, so it must restart (Node.Evicted).
 //
 // After a partition heals, both sides are revenants to each other, and each
-// side's protoactor blocked the other's IDs; exactly one side must restart,
-// and it must be the smaller one, or a single cut-off member restarts the
-// whole majority. The notice therefore carries the sender's side: the
-// members the sender has in its view and did not declare dead, itself
-// included. The receiver compares it with its own side (obeys): two sides
-// that share no member come from a clean partition, and the smaller one
-// yields (on a tie, the one without the smallest member ID, so exactly one
-// side yields). Sides that share members mean the receiver did not take part
-// in a partition with the sender (it stalled, or its probes failed one way)
-// and it obeys, as the member the others declared dead.
+// side's protoactor blocked the other's IDs; one side must restart, and it
+// should be the smaller one, or a single cut-off member restarts the whole
+// majority. The notice therefore names its sender and the sender's side:
+// the members the sender has in its view and did not declare dead, itself
+// included. A receiver that never declared the sender dead obeys (it
+// stalled, or only the sender lost it: it is the one that went missing). A
+// receiver that declared the sender dead too compares sides (yields): the
+// side with more members wins, on a tie the one holding the smallest
+// member ID, and when both hold the same smallest ID neither wins and
+// both restart. Between any two members that declared each other dead,
+// then, at least one yields to the other; in a clean partition the sides
+// share no member and the smaller one restarts. (Sides can share members
+// when views differ, e.g. when a member was restarted just before the
+// cut: each side then counts it.)
 //
-// The notice is evictedNotice, then one line per member of the sender's
-// side. A notice without lines (a member of an older version) is obeyed.
+// The notice is evictedNotice, then one line with the sender's name and
+// one per member of its side. A notice without lines (a member of an older
+// version) is obeyed.
 var evictedNotice = []byte("matchgrain/cluster: evicted")
 
 // maxNoticeSide bounds the member names a received notice may carry; a
@@ -457,10 +462,10 @@ var evictedNotice = []byte("matchgrain/cluster: evicted")
 // anyway.
 const maxNoticeSide = 1000
 
-// evictionNotice encodes a notice naming side.
-func evictionNotice(side []string) []byte {
+// evictionNotice encodes a notice from sender naming its side.
+func evictionNotice(sender string, side []string) []byte {
 	b := bytes.Clone(evictedNotice)
-	for _, name := range side {
+	for _, name := range append([]string{sender}, side...) {
 		b = append(b, '\n')
 		b = append(b, name...)
 	}
@@ -468,22 +473,25 @@ func evictionNotice(side []string) []byte {
 }
 
 // parseNotice decodes an eviction notice: ok is false for any other
-// message, side is nil for a notice without a side.
-func parseNotice(msg []byte) (side []string, ok bool) {
+// message; sender is "" and side nil for a notice of an older member.
+func parseNotice(msg []byte) (sender string, side []string, ok bool) {
 	rest, found := bytes.CutPrefix(msg, evictedNotice)
 	if !found || (len(rest) > 0 && rest[0] != '\n') {
-		return nil, false
+		return "", nil, false
 	}
 	if len(rest) == 0 {
-		return nil, true
+		return "", nil, true
 	}
-	for _, name := range bytes.Split(rest[1:], []byte{'\n'}) {
+	names := bytes.Split(rest[1:], []byte{'\n'})
+	sender = string(names[0])
+	side = []string{}
+	for _, name := range names[1:] {
 		if len(side) == maxNoticeSide {
 			break
 		}
 		side = append(side, string(name))
 	}
-	return side, true
+	return sender, side, true
 }
 
 // sideLocked returns this member's side, sorted: every member in its view
@@ -499,28 +507,26 @@ func (p *provider) sideLocked() []string {
 	return side
 }
 
-// obeys reports whether this member yields to an eviction notice whose
-// sender's side is other (nil: unknown, from an older member), and this
-// member's side.
-func (p *provider) obeys(other []string) (mine []string, ok bool) {
+// obeys reports whether this member yields to an eviction notice from
+// sender, whose side is other ("" and nil: an older member), and returns
+// this member's side.
+func (p *provider) obeys(sender string, other []string) (mine []string, ok bool) {
 	p.liveMu.Lock()
 	mine = p.sideLocked()
+	_, declared := p.departed[sender]
 	p.liveMu.Unlock()
-	return mine, other == nil || yields(mine, other)
+	return mine, !declared || yields(mine, other)
 }
 
-// yields reports whether the side mine, told by a member of side other
-// that it was declared dead, must restart (see the comment on evictedNotice).
+// yields reports whether the side mine must restart when a member of side
+// other, which this side declared dead as it declared this side dead, says
+// so: unless mine has more members, or as many and the smallest ID that
+// the other lacks (see the comment on evictedNotice).
 func yields(mine, other []string) bool {
-	for _, name := range other {
-		if slices.Contains(mine, name) {
-			return true
-		}
-	}
-	if len(other) != len(mine) {
+	if len(mine) != len(other) {
 		return len(other) > len(mine)
 	}
-	return len(other) > 0 && slices.Min(other) < slices.Min(mine)
+	return len(mine) == 0 || slices.Min(mine) >= slices.Min(other)
 }
 
 // IgnoredEvictionMsg is the message of the WARN line logged when this
@@ -547,14 +553,14 @@ func (d metaDelegate) NodeMeta(int) []byte { return d.p.meta }
 
 // NotifyMsg receives user messages; memberlist may reuse msg after return.
 func (d metaDelegate) NotifyMsg(msg []byte) {
-	side, ok := parseNotice(msg)
+	sender, side, ok := parseNotice(msg)
 	if !ok || d.p.evicted == nil {
 		return
 	}
-	if mine, ok := d.p.obeys(side); ok {
+	if mine, ok := d.p.obeys(sender, side); ok {
 		// Notices repeat every republish tick: log the first.
 		d.p.obeyedOnce.Do(func() {
-			d.p.log.Warn("cluster: eviction notice obeyed", slog.Any("their_side", side), slog.Any("my_side", mine))
+			d.p.log.Warn("cluster: eviction notice obeyed", slog.String("sender", sender), slog.Any("their_side", side), slog.Any("my_side", mine))
 		})
 		d.p.evicted()
 		return
@@ -562,7 +568,7 @@ func (d metaDelegate) NotifyMsg(msg []byte) {
 	// Notices repeat every republish tick: log each side once.
 	key := strings.Join(side, ",")
 	if prev := d.p.lastIgnored.Swap(&key); prev == nil || *prev != key {
-		d.p.log.Warn(IgnoredEvictionMsg, slog.Any("their_side", side))
+		d.p.log.Warn(IgnoredEvictionMsg, slog.String("sender", sender), slog.Any("their_side", side))
 	}
 }
 

@@ -16,6 +16,13 @@
 #   open100     open loop, 100 matches × 2 intents/s, random phase
 #   open1000    open loop, 1,000 matches × 2 intents/s
 #   idle10000   10,000 connected, silent sessions (5,000 matches)
+#   idleN       N such sessions, e.g. idle50000 (not in the default set: it
+#               takes many minutes). Past MEASURE_IDLE_PER_ADDRESS sessions
+#               they bind to 127.0.0.2, 127.0.0.3, ... in turn, as one
+#               source address has about 28,000 ephemeral ports toward the
+#               node, and the node allows that many per address; the
+#               file-descriptor limits are raised for this run only (ulimit;
+#               raising the hard limit needs CAP_SYS_RESOURCE).
 #   failover    3 members on the one PostgreSQL, MEASURE_FAILOVER_MATCHES
 #               matches at 0.2 intents/s with their sessions spread over the
 #               members, then SIGKILL of the member owning the most: per
@@ -26,15 +33,17 @@
 #               on 3 members, every session connected to a member that does
 #               not own its match, then the same load on one node: intents/s,
 #               p50/p99 and node CPU per intent summed over the members
-# Default: the first five, in this order (failover and cluster3 only when
-# named).
+# Default: the first five, in this order (failover, cluster3 and any other
+# idleN only when named).
 #
 # Environment:
 #   MEASURE_WARMUP     warm-up before measuring (default 20s; 1,000 matches
 #                      ramp up 32 at a time, so they get 60s at least)
 #   MEASURE_DURATION   measured time per workload (default 30s)
 #   MEASURE_RATE       open-loop intents/s per match (default 2)
-#   MEASURE_IDLE       sessions of the idle workload (default 10000)
+#   MEASURE_IDLE       sessions of an idle workload (default: the N in its name)
+#   MEASURE_IDLE_PER_ADDRESS  sessions per source address (default 20000; at
+#                      least 64, as the admin calls share 127.0.0.1's limit)
 #   MEASURE_IDLE_HOLD  how long they are held (default 30s)
 #   MEASURE_FAILOVER_MATCHES  matches in play at the kill (default 3000; a
 #                      few hundred on a shared machine)
@@ -61,8 +70,8 @@ cd "$(dirname "$0")/.."
 workloads=("$@")
 ((${#workloads[@]})) || workloads=(closed100 closed1000 open100 open1000 idle10000)
 for w in "${workloads[@]}"; do
-	case "$w" in closed100 | closed1000 | open100 | open1000 | idle10000 | failover | cluster3) ;;
-	*) echo "measure.sh: unknown workload $w" >&2; exit 2 ;;
+	case "$w" in closed100 | closed1000 | open100 | open1000 | failover | cluster3) ;;
+	*) [[ "$w" =~ ^idle[1-9][0-9]*$ ]] || { echo "measure.sh: unknown workload $w" >&2; exit 2; } ;;
 	esac
 done
 
@@ -80,7 +89,7 @@ run_all() {
 	set -euo pipefail
 	trap 'kill ${node_pid:-} ${member_pids[*]:-} 2>/dev/null || true' EXIT
 	local warmup=${MEASURE_WARMUP:-20s} dur=${MEASURE_DURATION:-30s} rate=${MEASURE_RATE:-2}
-	local idle=${MEASURE_IDLE:-10000} hold=${MEASURE_IDLE_HOLD:-30s} prof=${MEASURE_PROFILE:-}
+	local hold=${MEASURE_IDLE_HOLD:-30s} prof=${MEASURE_PROFILE:-}
 	local token=measure-token
 	[[ -n "$prof" ]] && mkdir -p "$prof" && cp "$work/matchd" "$prof/matchd" && cp "$work/matchctl" "$prof/matchctl"
 	free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -115,6 +124,27 @@ run_all() {
 			curl -s "$debug/debug/pprof/heap?debug=1" | sed -n '/^# runtime.MemStats/,$p' >"$prof/$1.memstats.txt" || true
 			curl -s -o "$prof/$1.goroutine.txt" "$debug/debug/pprof/goroutine?debug=1" || true) &
 		prof_pid=$!
+	}
+	# idle_limits N: file descriptors for N sessions (the node and the load
+	# generator hold one each, plus a margin) and, past 20,000 sessions,
+	# the source addresses to spread them over, in sources, and the node's
+	# per-address limit for them, in per_addr.
+	idle_limits() {
+		local want=$(($1 + 1024))
+		if (($(ulimit -n) < want)); then
+			if (($(ulimit -Hn) < want)); then
+				ulimit -Hn "$want" || { echo "measure.sh: $1 sessions need $want file descriptors; the hard limit is $(ulimit -Hn)" >&2; exit 1; }
+			fi
+			ulimit -n "$want"
+		fi
+		local per=${MEASURE_IDLE_PER_ADDRESS:-20000}
+		per_addr=30000
+		if (($1 > per)); then
+			local list=() i
+			for ((i = 0; i < ($1 + per - 1) / per; i++)); do list+=("127.0.0.$((i + 2))"); done
+			sources=(--idle-source-addrs "$(IFS=,; echo "${list[*]}")")
+			per_addr=$per
+		fi
 	}
 	# Three members of one cluster on one schema ($1), with more matchd
 	# flags after it: their pids in member_pids, "URL=PID,…" in members and
@@ -214,7 +244,7 @@ EOF
 		[[ "$w" == failover || "$w" == cluster3 ]] || table+=("$w")
 	done
 	for w in "${table[@]}"; do
-		local n=${w//[a-z]/} wu=$warmup
+		local n=${w//[a-z]/} wu=$warmup idle=${MEASURE_IDLE:-${w//[a-z]/}} sources=() per_addr
 		((n >= 1000)) && (($(secs "$wu") < 60)) && wu=60s
 		echo "== $w" >&2
 		# A closed loop measures what the node can carry, so its node lets a
@@ -223,7 +253,10 @@ EOF
 		# as fast as they decide: at 16/s per connection 100 matches could
 		# never offer more than 3,200 intents/s.
 		case "$w" in
-		idle*) start_node "m_$w" --decision-time 1h --bank-time 1h ;;
+		idle*)
+			idle_limits "$idle"
+			start_node "m_$w" --decision-time 1h --bank-time 1h --max-connections $((idle + 1000)) \
+				--max-connections-per-address "$per_addr" ;;
 		closed*) start_node "m_$w" --intents-per-second 100000 --intent-burst 100000 ;;
 		*) start_node "m_$w" ;;
 		esac
@@ -244,7 +277,7 @@ EOF
 				--warmup "$wu" --duration "$dur" --json "${loadprof[@]}" "${dbpid[@]}" >"$work/$w.json" || true ;;
 		idle*)
 			"$work/matchctl" load --server "$server" --token "$token" --idle "$idle" --idle-hold "$hold" \
-				--json >"$work/$w.json" &
+				"${sources[@]}" --json >"$work/$w.json" &
 			local load_pid=$!
 			# The heap profile is of the node while it holds every session
 			# (after matchctl exits they are closed): wait until the edge

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,10 @@ type IdleConfig struct {
 	Sessions int
 	// Hold is how long they are held once all are connected.
 	Hold time.Duration
+	// SourceAddrs, if any, are the local addresses the sessions bind to in
+	// turn (session i to SourceAddrs[i mod len]): one address toward one
+	// server port has fewer ephemeral ports than 50,000 sessions need.
+	SourceAddrs []netip.Addr
 	// MetricsURL is the node's Prometheus endpoint; required.
 	MetricsURL string
 	// Progress, if set, gets a line every 500 matches connected.
@@ -92,9 +97,13 @@ func RunIdle(ctx context.Context, c IdleConfig) (*IdleReport, error) {
 				return
 			}
 			for seat := range 2 {
+				var dial client.DialOptions
+				if n := len(c.SourceAddrs); n > 0 {
+					dial.LocalAddr = c.SourceAddrs[(2*i+seat)%n]
+				}
 				s, err := client.Start(ctx, client.Config{
 					Addr: c.GameAddr, Ticket: c.Admin.TicketFunc(id, seat), ClientBuild: "matchctl-idle",
-					MaxAttempts: 3, Logger: log.With("match", id, "seat", seat),
+					MaxAttempts: 3, Dial: dial, Logger: log.With("match", id, "seat", seat),
 				})
 				if err != nil {
 					mu.Lock()

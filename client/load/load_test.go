@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -228,6 +229,27 @@ func TestLoadIdle(t *testing.T) {
 	if r.Sessions != 6 || r.Connected != 6 || r.Dropped != 0 || r.RSSBytesHeld <= r.RSSBytesBefore ||
 		r.RSSBytesPerConn != (r.RSSBytesHeld-r.RSSBytesBefore)/6 {
 		t.Errorf("idle report: %+v", r)
+	}
+}
+
+// TestLoadIdleSourceAddrs: sessions spread over the given source
+// addresses, seen by the edge as that many clients. The edge allows 2
+// connections per address and the 6 sessions have 3 addresses: on one
+// address 4 of them would be refused. The admin calls come from 127.0.0.1
+// over at most 2 connections.
+func TestLoadIdleSourceAddrs(t *testing.T) {
+	srv := edgetest.Start(t, edgetest.NewMatches(), func(c *edge.Config) { c.MaxConnectionsPerAddress = 2 })
+	metrics, _ := processMetrics(t)
+	admin := client.NewAdmin(srv.HTTPURL, edgetest.AdminToken, &http.Client{Transport: &http.Transport{MaxConnsPerHost: 2}})
+	c := IdleConfig{Admin: admin, GameAddr: srv.WSURL, Decks: [2]string{"S1", "S2"}, Sessions: 6, Hold: 100 * time.Millisecond, MetricsURL: metrics.URL,
+		SourceAddrs: []netip.Addr{netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3"), netip.MustParseAddr("127.0.0.4")}}
+	r, err := RunIdle(context.Background(), c)
+	if err != nil || r.Connected != 6 || r.Dropped != 0 {
+		t.Fatalf("idle run over 3 source addresses: %v (report %+v)", err, r)
+	}
+	c.SourceAddrs = c.SourceAddrs[:1]
+	if r, err := RunIdle(context.Background(), c); err == nil || r.Connected != 2 {
+		t.Errorf("idle run of 6 sessions from one address allowed 2: %v (report %+v)", err, r)
 	}
 }
 

@@ -49,11 +49,14 @@
 // rate. Without --rate the bots play as fast as they decide (closed loop).
 // A progress line goes to stderr every second.
 //
-//	matchctl load ... --idle 10000 [--idle-hold 30s]
+//	matchctl load ... --idle 10000 [--idle-hold 30s] [--idle-source-addrs 127.0.0.2,127.0.0.3]
 //
 // connects 10,000 sessions (two per new match) that send nothing but the
 // client's keep-alive pings, holds them, and reports the node's RSS growth
-// per connection. docs/performance.md has the numbers and the commands.
+// per connection. With --idle-source-addrs the sessions bind to those local
+// addresses in turn: one address has about 28,000 ephemeral ports toward
+// one server port, too few for 50,000 sessions. docs/performance.md has the
+// numbers and the commands.
 //
 // The admin token can come from --token-file or $MATCHGRAIN_ADMIN_TOKEN
 // instead of --token, which the process list shows to every user.

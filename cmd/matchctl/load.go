@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"runtime/pprof"
 	"strconv"
@@ -37,6 +38,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&cfg.MetricsURL, "metrics", "", "the node's Prometheus endpoint for CPU and memory (default: --server + /metrics; \"off\": none)")
 	idle := fs.Int("idle", 0, "hold this many connected, silent sessions (two per match) and report memory per connection")
 	idleHold := fs.Duration("idle-hold", 30*time.Second, "with --idle: how long to hold the sessions once all are connected")
+	idleSources := fs.String("idle-source-addrs", "", "with --idle: comma-separated local IP addresses the sessions bind to in turn, e.g. 127.0.0.2,127.0.0.3 (one address has about 28,000 ephemeral ports toward one server port)")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile (pprof) of this load generator over the whole run to this file: is the load tool what the machine spends its cores on?")
 	failover := fs.String("failover", "", "URL=PID,URL=PID,…: the failover workload on these cluster members (matchd HTTP base URL and process id each): --matches matches at --rate (default 0.2), then SIGKILL of the member owning the most; its last line is 'failover: affected=N p50=Xms p99=Yms max=Zms never=N lost=N'")
 	clusterURLs := fs.String("cluster", "", "URL,URL,…: every member of a cluster (matchd HTTP base URLs): each match's sessions connect to a member that does not own it, and the node figures are summed over the members")
@@ -82,6 +84,9 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		cfg.Progress = stderr
 	}
 	var ic *load.IdleConfig
+	if *idleSources != "" && *idle == 0 {
+		return fmt.Errorf("%w: --idle-source-addrs needs --idle", errUsage)
+	}
 	if fc != nil {
 		var err error
 		if fc.Match, err = c.matchOptions(log); err != nil {
@@ -97,6 +102,10 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	} else if *idle != 0 {
 		ic = &load.IdleConfig{Admin: cfg.Admin, GameAddr: c.gameAddr(), Decks: [2]string{c.deck, c.deck2},
 			Sessions: *idle, Hold: *idleHold, MetricsURL: cfg.MetricsURL, Progress: cfg.Progress, Logger: log}
+		var err error
+		if ic.SourceAddrs, err = parseAddrs(*idleSources); err != nil {
+			return fmt.Errorf("%w: --idle-source-addrs: %w", errUsage, err)
+		}
 		if err := ic.Validate(); err != nil {
 			return fmt.Errorf("%w: %w", errUsage, err)
 		}
@@ -189,4 +198,20 @@ func startCPUProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		out.Close()
 	}, nil
+}
+
+// parseAddrs parses a comma-separated list of IP addresses ("": none).
+func parseAddrs(list string) ([]netip.Addr, error) {
+	if list == "" {
+		return nil, nil
+	}
+	var addrs []netip.Addr
+	for _, f := range strings.Split(list, ",") {
+		a, err := netip.ParseAddr(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("address %d of %q: %w", len(addrs)+1, list, err)
+		}
+		addrs = append(addrs, a)
+	}
+	return addrs, nil
 }

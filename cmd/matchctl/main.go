@@ -35,7 +35,7 @@ const usage = `usage:
   matchctl load ... --matches N --duration D [--rate R] [--warmup W] [--json]
       keep N matches running for W+D (open loop with --rate: R intents/s per match)
       and report latency percentiles, skipped ticks and the node's CPU and memory
-  matchctl load ... --idle N [--idle-hold D]
+  matchctl load ... --idle N [--idle-hold D] [--idle-source-addrs IP,IP...]
       hold N connected, silent sessions and report the node's memory per connection
   matchctl cluster --server http://HOST:PORT --token T
       members in this member's view, unfinished matches per member, the rules version

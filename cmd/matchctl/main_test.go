@@ -111,6 +111,8 @@ func TestUsageErrors(t *testing.T) {
 		{"load", "--server", "http://127.0.0.1:1", "--token", "t", "--rate", "20", "--duration", "1s"},
 		{"load", "--server", "http://127.0.0.1:1", "--token", "t", "--warmup", "1s"},
 		{"load", "--server", "http://127.0.0.1:1", "--token", "t", "--idle", "3"},
+		{"load", "--server", "http://127.0.0.1:1", "--token", "t", "--idle", "2", "--idle-source-addrs", "127.0.0.2,localhost"},
+		{"load", "--server", "http://127.0.0.1:1", "--token", "t", "--idle-source-addrs", "127.0.0.2"},
 		{"play", "--server", "http://127.0.0.1:1", "--token", "t", "--seed", "x"},
 	}
 	for _, args := range cases {
