@@ -67,13 +67,9 @@ func (s *EmbeddedStore) OwnerCounts(ctx context.Context) (map[string]int, error)
 	err := s.db.View(func(tx *bolt.Tx) error {
 		matches := tx.Bucket(bucketMatches)
 		return tx.Bucket(bucketUnfinished).ForEach(func(k, _ []byte) error {
-			raw := matches.Get(k)
-			if raw == nil {
-				return fmt.Errorf("unfinished match %q has no record: store is inconsistent", k)
-			}
-			m, err := decodeMatchRecord(raw)
+			m, err := unfinishedRecord(matches, k)
 			if err != nil {
-				return fmt.Errorf("match %q: %w", k, err)
+				return err
 			}
 			out[m.owner]++
 			return nil

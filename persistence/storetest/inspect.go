@@ -31,16 +31,7 @@ func RunInspector(t *testing.T, open func(t *testing.T) InspectingStore) {
 		{"Closed", testInspectClosed},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			s := open(t)
-			t.Cleanup(func() {
-				if err := s.Close(); err != nil {
-					t.Errorf("close: %v", err)
-				}
-			})
-			tc.fn(t, s)
-		})
+		runClosing(t, tc.name, open, tc.fn)
 	}
 }
 
