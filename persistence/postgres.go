@@ -47,6 +47,7 @@ type pgOptions struct {
 	group    *GroupCommitConfig // set by WithGroupCommit
 	noGroup  bool               // set by WithoutGroupCommit
 	observe  func(time.Duration)
+	tcp      *TCPTimeouts // set by WithTCPTimeouts
 }
 
 // WithSchema keeps all tables in the named schema, creating it if needed
@@ -121,8 +122,15 @@ func OpenPostgres(ctx context.Context, url string, opts ...PostgresOption) (*Pos
 	if o.maxConns > 0 {
 		cfg.MaxConns = o.maxConns
 	}
+	tcp := DefaultTCPTimeouts
+	if o.tcp != nil {
+		tcp = *o.tcp
+	}
+	if err := tcp.validate(); err != nil {
+		return nil, err
+	}
 	// The store's sockets read and write like the edge's (package sockio).
-	cfg.ConnConfig.DialFunc = sockio.WrapDial(cfg.ConnConfig.DialFunc)
+	cfg.ConnConfig.DialFunc = sockio.WrapDial(tcp.dialer(cfg.ConnConfig.ConnectTimeout).DialContext)
 	if o.group == nil && !o.noGroup && cfg.MaxConns >= 2 {
 		o.group = &GroupCommitConfig{}
 	}

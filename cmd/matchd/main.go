@@ -340,7 +340,8 @@ func storeKind(o config.Options) string {
 func openStore(ctx context.Context, o config.Options, log *slog.Logger, statements prometheus.Histogram) (persistence.Store, error) {
 	if o.DatabaseURL != "" {
 		opts := []persistence.PostgresOption{persistence.WithLogger(log),
-			persistence.WithStatementObserver(func(d time.Duration) { statements.Observe(d.Seconds()) })}
+			persistence.WithStatementObserver(func(d time.Duration) { statements.Observe(d.Seconds()) }),
+			persistence.WithTCPTimeouts(o.DatabaseTCP)}
 		if o.DatabaseSchema != "" {
 			opts = append(opts, persistence.WithSchema(o.DatabaseSchema))
 		}

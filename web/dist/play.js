@@ -396,7 +396,7 @@ function planPhase(inp, p, cover) {
         run: () => send2(a)
       });
     }
-    if (acts.some((i) => i.body.instanceId === u.instanceId)) parts.push(`use its ability — ${card(u.printingId)?.ability ?? ""}`);
+    if (acts.some((i) => i.body.instanceId === u.instanceId)) parts.push(`use its ability — ${(card(u.printingId)?.ability ?? "").replace(/\.$/, "")}`);
     p.prompt = `${name}: ${parts.join("; or ")}.`;
   } else {
     p.prompt = phasePrompt(v, { rides: rides.length > 0, calls: calls.length > 0, attacks: attacks.length > 0, guards: guards.length + intercepts.length > 0 });
@@ -667,6 +667,16 @@ async function lobby() {
 }
 var MAX_LOG = 300;
 var LOST_COVER_MS = 2500;
+function retryBudget() {
+  const b = window.matchgrainRetry;
+  const def = { backoffMs: [0, 500, 1e3, 2e3, 4e3], maxAttempts: 30 };
+  if (!b) return def;
+  const ok = Array.isArray(b.backoffMs) && b.backoffMs.length > 0 && b.backoffMs.every((x) => Number.isFinite(x) && x >= 0);
+  return {
+    backoffMs: ok ? b.backoffMs : def.backoffMs,
+    maxAttempts: Number.isInteger(b.maxAttempts) && b.maxAttempts > 0 ? b.maxAttempts : def.maxAttempts
+  };
+}
 function game(link) {
   $("#lobby").hidden = true;
   $("#game").hidden = false;
@@ -784,9 +794,7 @@ function startSession(st) {
       url: `${proto}//${location.host}/game`,
       ticket: ticketSource(st.link),
       clientBuild: "matchgrain-web",
-      // About two minutes of attempts, then the player decides.
-      backoffMs: [0, 500, 1e3, 2e3, 4e3],
-      maxAttempts: 30,
+      ...retryBudget(),
       onWire: (e) => {
         if (e.dir === "out" && e.frame.type === "ClientIntent") {
           st.intentsOut++;

@@ -278,7 +278,8 @@ function planPhase(inp: PlanInput, p: Plan, cover: (is: Intent[]) => void): void
         run: () => send(a),
       });
     }
-    if (acts.some((i) => i.body.instanceId === u.instanceId)) parts.push(`use its ability — ${card(u.printingId)?.ability ?? ""}`);
+    // The catalog's sentence loses its full stop: the prompt ends with one.
+    if (acts.some((i) => i.body.instanceId === u.instanceId)) parts.push(`use its ability — ${(card(u.printingId)?.ability ?? "").replace(/\.$/, "")}`);
     p.prompt = `${name}: ${parts.join("; or ")}.`;
   } else {
     p.prompt = phasePrompt(v, { rides: rides.length > 0, calls: calls.length > 0, attacks: attacks.length > 0, guards: guards.length + intercepts.length > 0 });

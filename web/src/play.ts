@@ -200,6 +200,28 @@ const MAX_LOG = 300;
 /** After this long without a connection the board is covered. */
 const LOST_COVER_MS = 2_500;
 
+/** RetryBudget is how long the page tries to reconnect before it gives up and lets the player decide. */
+interface RetryBudget {
+  backoffMs: number[];
+  maxAttempts: number;
+}
+
+/**
+ * retryBudget is about two minutes of attempts. A test scales it down by
+ * setting window.matchgrainRetry before the page loads, so that giving up
+ * is tested against a server really gone, without waiting two minutes.
+ */
+function retryBudget(): RetryBudget {
+  const b = (window as unknown as { matchgrainRetry?: Partial<RetryBudget> }).matchgrainRetry;
+  const def: RetryBudget = { backoffMs: [0, 500, 1_000, 2_000, 4_000], maxAttempts: 30 };
+  if (!b) return def;
+  const ok = Array.isArray(b.backoffMs) && b.backoffMs.length > 0 && b.backoffMs.every((x) => Number.isFinite(x) && x >= 0);
+  return {
+    backoffMs: ok ? b.backoffMs! : def.backoffMs,
+    maxAttempts: Number.isInteger(b.maxAttempts) && b.maxAttempts! > 0 ? b.maxAttempts! : def.maxAttempts,
+  };
+}
+
 function game(link: SeatLink): void {
   $("#lobby").hidden = true;
   $("#game").hidden = false;
@@ -329,9 +351,7 @@ function startSession(st: GameState): void {
       url: `${proto}//${location.host}/game`,
       ticket: ticketSource(st.link),
       clientBuild: "matchgrain-web",
-      // About two minutes of attempts, then the player decides.
-      backoffMs: [0, 500, 1_000, 2_000, 4_000],
-      maxAttempts: 30,
+      ...retryBudget(),
       onWire: (e) => {
         if (e.dir === "out" && e.frame.type === "ClientIntent") {
           st.intentsOut++;

@@ -50,12 +50,13 @@ export async function startMatchd(extra = [], opts = {}) {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "matchd-web-data-"));
   const keys = opts.keys ?? true;
   let adminToken = keys ? randomBytes(16).toString("hex") : "";
+  const ticketKey = keys ? randomBytes(32).toString("hex") : "";
   const child = spawn(
     bin,
     [
       "--node-name", "web-e2e", "--gossip-addr", "127.0.0.1:0", "--remote-addr", "127.0.0.1:0",
       "--listen", opts.listen ?? "127.0.0.1:0", "--data-dir", dataDir, "--log-level", "warn", "--public-play",
-      ...(keys ? ["--admin-token", adminToken, "--ticket-key", randomBytes(32).toString("hex")] : []),
+      ...(keys ? ["--admin-token", adminToken, "--ticket-key", ticketKey] : []),
       ...extra,
     ],
     { stdio: ["ignore", "pipe", "pipe"] },
@@ -89,6 +90,8 @@ export async function startMatchd(extra = [], opts = {}) {
     get adminToken() {
       return adminToken;
     },
+    /** ticketKey is the hex --ticket-key given (empty when the node keeps its own). */
+    ticketKey,
     stderrTail: () => tail.join("\n"),
     /** kill ends the process as a crash would and keeps its data directory. */
     kill,

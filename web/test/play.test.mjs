@@ -1,13 +1,17 @@
 // The play page in a real headless Chromium (Debian's /usr/bin/chromium, or
 // $CHROMIUM) against a real matchd, at a desktop (1280×900) and a phone
 // (390×844) size: a whole match against the bot played only by tapping cards,
-// circles and the action bar; a second tab taking the seat; a link the server
-// refuses; and a server killed and restarted mid-match, after which the
-// player continues from the same link (the connection lost and found again). Any uncaught page
-// error fails the test; at the phone size the page must never be wider than
-// the screen, and the decision status and actions must be in view.
-// Screenshots go to web/test/artifacts/ (not committed).
+// circles and the action bar (one at each size); and at both sizes, a second
+// tab taking the seat and a link the server refuses; a server killed and
+// restarted mid-match, after which the player continues from the same link;
+// a server gone past the page's reconnect budget (the page gives up); and
+// prompts naming an ability's cost and effect on seeded matches. A friend
+// match has the host at the desktop size and the friend at the phone size.
+// Any uncaught page error fails the test; at the phone size the page must
+// never be wider than the screen, and the decision status and actions must be
+// in view. Screenshots go to web/test/artifacts/ (not committed).
 import assert from "node:assert/strict";
+import { createHmac, randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -34,9 +38,14 @@ after(async () => {
   await matchd?.stop();
 });
 
-/** open makes a browser context of one size; errors collects every uncaught page error. */
-async function open(size) {
+/**
+ * open makes a browser context of one size; errors collects every uncaught
+ * page error. retry, if given, replaces the page's reconnect budget
+ * (window.matchgrainRetry: backoffMs, maxAttempts).
+ */
+async function open(size, retry) {
   const ctx = await browser.newContext({ viewport: SIZES[size] });
+  if (retry) await ctx.addInitScript((r) => (window.matchgrainRetry = r), retry);
   const errors = [];
   const page = await tab(ctx, errors);
   return { ctx, page, errors, size };
@@ -381,74 +390,223 @@ test("on a desktop: turns with rides, calls, attacks and a guard by tapping, the
   await p.ctx.close();
 });
 
-test("a second tab takes the seat; the first says so and can take it back; a refused link says so", { timeout: 90_000 }, async () => {
-  const p = await open("desktop");
-  const a = p.page;
-  await newBotMatch(a, matchd.http, "Tabs");
-  await waitFor(a, "first decision", (s) => s.decision === "mine");
-  const url = a.url();
-  const b = await tab(p.ctx, p.errors);
-  await b.goto(url);
-  await waitFor(b, "second tab playing", (s) => s.conn === "open" && s.decision === "mine");
-  const replaced = await waitFor(a, "first tab told", (s) => s.overlay === "replaced");
-  assert.equal(replaced.ended, "replaced");
-  assert.match(await a.textContent("#overlay-box"), /Opened in another tab/);
-  assert.ok(await a.$$eval("#actions button", (bs) => bs.every((x) => x.disabled)), "the replaced tab's actions are enabled");
-  // A tap that gets through anyway sends nothing and throws nothing.
-  await a.evaluate(() => document.querySelector('[data-key^="hand:"]')?.click());
-  await a.evaluate(() => document.querySelector("#actions button")?.click());
-  assert.equal((await state(a)).sent, 0, "the replaced tab sent an intent");
-  await a.screenshot({ path: join(artifacts, "desktop-replaced.png") });
+for (const size of Object.keys(SIZES)) {
+  test(`a second tab takes the seat; the first says so and can take it back; a refused link says so (${size})`, { timeout: 90_000 }, async () => {
+    const p = await open(size);
+    const a = p.page;
+    await newBotMatch(a, matchd.http, "Tabs");
+    await waitFor(a, "first decision", (s) => s.decision === "mine");
+    const url = a.url();
+    const b = await tab(p.ctx, p.errors);
+    await b.goto(url);
+    await waitFor(b, "second tab playing", (s) => s.conn === "open" && s.decision === "mine");
+    const replaced = await waitFor(a, "first tab told", (s) => s.overlay === "replaced");
+    assert.equal(replaced.ended, "replaced");
+    assert.match(await a.textContent("#overlay-box"), /Opened in another tab/);
+    assert.ok(await a.$$eval("#actions button", (bs) => bs.every((x) => x.disabled)), "the replaced tab's actions are enabled");
+    // A tap that gets through anyway sends nothing and throws nothing.
+    await a.evaluate(() => document.querySelector('[data-key^="hand:"]')?.click());
+    await a.evaluate(() => document.querySelector("#actions button")?.click());
+    assert.equal((await state(a)).sent, 0, "the replaced tab sent an intent");
+    if (size === "phone") await checkLayout(a, "replaced tab");
+    await a.screenshot({ path: join(artifacts, `${size}-replaced.png`) });
 
-  await a.click("#ov-retry");
-  await waitFor(a, "first tab back", (s) => s.conn === "open" && s.overlay === "" && s.decision === "mine");
-  await waitFor(b, "second tab told", (s) => s.overlay === "replaced");
-  await step(a, { mulliganed: true }); // and it plays on
+    await a.click("#ov-retry");
+    await waitFor(a, "first tab back", (s) => s.conn === "open" && s.overlay === "" && s.decision === "mine");
+    await waitFor(b, "second tab told", (s) => s.overlay === "replaced");
+    await step(a, { mulliganed: true }); // and it plays on
 
-  // A link whose key the server refuses: a plain message, no endless retry.
-  const c = await tab(p.ctx, p.errors);
-  await c.goto(url.replace(/k=[^&]+/, "k=not-the-key"));
-  await waitFor(c, "refused link", (s) => s.overlay === "refused", 10_000);
-  assert.match(await c.textContent("#overlay-box"), /This link no longer works/);
-  await c.screenshot({ path: join(artifacts, "desktop-refused.png") });
-  assert.deepEqual(p.errors, []);
-  await p.ctx.close();
-});
-
-test("a server restart mid-match: the player is told, then continues from the same link", { timeout: 120_000 }, async () => {
-  // A node as the demo runs it: no keys given, so it keeps its own.
-  let node = await startMatchd(["--bot-think", "5ms"], { keys: false });
-  const p = await open("phone");
-  const { page } = p;
-  try {
-    await newBotMatch(page, node.http, "Restarted");
-    const memo = {};
-    await playMoves(page, memo, 4);
-    const before = await waitFor(page, "our decision", (s) => s.decision === "mine");
-    await node.kill();
-    const lost = await waitFor(page, "the page says the server is gone", (s) => s.overlay === "lost", 15_000);
-    assert.notEqual(lost.conn, "open");
-    assert.match(await page.textContent("#overlay-box"), /reconnecting/i);
-    assert.ok(await page.$$eval("#actions button", (bs) => bs.every((x) => x.disabled)), "actions enabled while the server is gone");
-    await page.screenshot({ path: join(artifacts, "phone-restart-lost.png") });
-
-    node = await startMatchd(["--bot-think", "5ms"], { keys: false, dataDir: node.dataDir, listen: node.http });
-    const back = await waitFor(page, "back after the restart", (s) => s.conn === "open" && s.overlay === "" && s.decision === "mine", 60_000);
-    assert.equal(back.ended, "");
-    assert.ok(back.eventSeq >= before.eventSeq, `state went back: ${back.eventSeq} < ${before.eventSeq}`);
-    await playMoves(page, memo, 3); // after the restart
-
-    // The same link in a fresh load opens the board too.
-    await page.reload();
-    await waitFor(page, "reloaded after the restart", (s) => s.conn === "open" && s.eventSeq > back.eventSeq && s.overlay === "");
-    await checkLayout(page, "after the restart");
-    await page.screenshot({ path: join(artifacts, "phone-restart-back.png") });
+    // A link whose key the server refuses: a plain message, no endless retry.
+    const c = await tab(p.ctx, p.errors);
+    await c.goto(url.replace(/k=[^&]+/, "k=not-the-key"));
+    await waitFor(c, "refused link", (s) => s.overlay === "refused", 10_000);
+    assert.match(await c.textContent("#overlay-box"), /This link no longer works/);
+    if (size === "phone") await checkLayout(c, "refused link");
+    await c.screenshot({ path: join(artifacts, `${size}-refused.png`) });
     assert.deepEqual(p.errors, []);
-  } finally {
     await p.ctx.close();
-    await node.stop();
+  });
+}
+
+for (const size of Object.keys(SIZES)) {
+  test(`a server restart mid-match: the player is told, then continues from the same link (${size})`, { timeout: 120_000 }, async () => {
+    // A node as the demo runs it: no keys given, so it keeps its own.
+    let node = await startMatchd(["--bot-think", "5ms"], { keys: false });
+    // Attempts at most 500 ms apart (the page's own backoff goes up to 4 s), for 100 s.
+    const p = await open(size, { backoffMs: [0, 250, 500], maxAttempts: 200 });
+    const { page } = p;
+    try {
+      await newBotMatch(page, node.http, "Restarted");
+      const memo = {};
+      await playMoves(page, memo, 4);
+      const before = await waitFor(page, "our decision", (s) => s.decision === "mine");
+      await node.kill();
+      const lost = await waitFor(page, "the page says the server is gone", (s) => s.overlay === "lost", 15_000);
+      assert.notEqual(lost.conn, "open");
+      assert.match(await page.textContent("#overlay-box"), /reconnecting/i);
+      assert.ok(await page.$$eval("#actions button", (bs) => bs.every((x) => x.disabled)), "actions enabled while the server is gone");
+      if (size === "phone") await checkLayout(page, "server gone");
+      await page.screenshot({ path: join(artifacts, `${size}-restart-lost.png`) });
+
+      node = await startMatchd(["--bot-think", "5ms"], { keys: false, dataDir: node.dataDir, listen: node.http });
+      const back = await waitFor(page, "back after the restart", (s) => s.conn === "open" && s.overlay === "" && s.decision === "mine", 60_000);
+      assert.equal(back.ended, "");
+      assert.ok(back.eventSeq >= before.eventSeq, `state went back: ${back.eventSeq} < ${before.eventSeq}`);
+      await playMoves(page, memo, 3); // after the restart
+
+      // The same link in a fresh load opens the board too.
+      await page.reload();
+      await waitFor(page, "reloaded after the restart", (s) => s.conn === "open" && s.eventSeq > back.eventSeq && s.overlay === "");
+      if (size === "phone") await checkLayout(page, "after the restart");
+      await page.screenshot({ path: join(artifacts, `${size}-restart-back.png`) });
+      assert.deepEqual(p.errors, []);
+    } finally {
+      await p.ctx.close();
+      await node.stop();
+    }
+  });
+}
+
+/**
+ * seatLink makes the link of a seat of a match the admin API created, as an
+ * operator holding the ticket key can (the seat key's format is in
+ * edge/seatkey.go): the public play flow takes no seed, so a seeded match
+ * comes from the admin API.
+ */
+function seatLink(node, matchId, seat) {
+  const linkKey = createHmac("sha256", Buffer.from(node.ticketKey, "hex")).update("matchgrain seat-link key v1").digest();
+  const nonce = randomBytes(12);
+  const mac = createHmac("sha256", linkKey)
+    .update(Buffer.from([1, Buffer.byteLength(matchId)]))
+    .update(matchId)
+    .update(Buffer.from([seat]))
+    .update(nonce)
+    .digest()
+    .subarray(0, 18);
+  const key = Buffer.concat([nonce, mac]).toString("base64url");
+  return `http://${node.http}/#${new URLSearchParams({ m: matchId, s: String(seat), k: key })}`;
+}
+
+/** seededBotMatch creates a match against the server's bot with a fixed seed (the same deal every run). */
+async function seededBotMatch(node, seed) {
+  const res = await fetch(`http://${node.http}/api/matches`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${node.adminToken}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ players: [{ name: "Seeded", deck: "S1" }, { name: "Trainer (bot)", deck: "S2", bot: true }], seed }),
+  });
+  const body = await res.text();
+  assert.equal(res.status, 201, `create a seeded match: ${body}`);
+  return JSON.parse(body).matchId;
+}
+
+// Matches seeded so that the player is offered an ability early, of each
+// kind: one asked when it triggers (ResolveAbility: a ride that may search
+// the deck) and one used from a unit in the main phase (ActivateAbility:
+// discard a card for power). Found by trying seeds; the same deal every run.
+const ABILITY_SEEDS = { ResolveAbility: 2, ActivateAbility: 3 };
+
+for (const size of Object.keys(SIZES)) {
+  for (const [kind, seed] of Object.entries(ABILITY_SEEDS)) {
+    test(`prompts name an ability's cost and effect, from the catalog: ${kind} (${size})`, { timeout: 90_000 }, async () => {
+      const p = await open(size);
+      const { page } = p;
+      try {
+        const id = await seededBotMatch(matchd, seed);
+        await page.goto(seatLink(matchd, id, 0));
+        await waitFor(page, "joined", (s) => s.conn === "open" && s.eventSeq > 0);
+        const memo = {};
+        const deadline = Date.now() + 60_000;
+        let moves = 0;
+        let offer;
+        for (;;) {
+          const s = await state(page);
+          assert.ok(s && !s.finished, `the seeded match ended after ${moves} moves without offering an ability`);
+          assert.ok(Date.now() < deadline, `no ability offered within 60 s (${moves} moves)`);
+          if (s.decision === "mine" && !s.busy && !s.overlay && (offer = s.legal.find((i) => i.type === kind))) break;
+          if (await step(page, memo)) moves++;
+          else await page.waitForTimeout(30);
+        }
+        const prompt = () => page.textContent("#prompt");
+        if (offer.type === "ResolveAbility") {
+          // "<card>: <its ability, from the catalog> Use it?", and the cost on the button.
+          const a = await page.evaluate(() => window.matchgrain.view.ability);
+          const c = cards[a.source.printingId];
+          assert.ok(c?.ability, `the catalog has no ability text for ${a.source.printingId}`);
+          const text = await prompt();
+          assert.ok(text.includes(c.name) && text.includes(c.ability), `the prompt "${text}" does not name ${c.name} and its ability "${c.ability}"`);
+          const yes = await page.textContent("#act-ability-yes");
+          const costs = [a.cost.counterBlast && `counter blast ${a.cost.counterBlast}`, a.cost.soulBlast && `soul blast ${a.cost.soulBlast}`, a.cost.discard && "discard a card"].filter(Boolean);
+          for (const want of costs.length ? costs : ["no cost"]) assert.ok(yes.includes(want), `the button "${yes}" does not name the cost (${want})`);
+        } else {
+          // An ability used by tapping the unit: the prompt says what it does and costs.
+          const slot = await page.evaluate((id) => {
+            const me = window.matchgrain.view.players[window.matchgrain.link.seat];
+            return me.vanguard?.instanceId === id ? -1 : me.rearGuards.findIndex((u) => u?.instanceId === id);
+          }, offer.body.instanceId);
+          assert.ok(slot >= -1, `no unit of mine has instance ${offer.body.instanceId}`);
+          const printing = await page.evaluate((sl) => {
+            const me = window.matchgrain.view.players[window.matchgrain.link.seat];
+            return (sl === -1 ? me.vanguard : me.rearGuards[sl]).printingId;
+          }, slot);
+          const c = cards[printing];
+          assert.ok(c?.ability, `the catalog has no ability text for ${printing}`);
+          await tap(page, `me:${slot}`);
+          const text = await prompt();
+          assert.ok(text.includes(c.ability), `the prompt "${text}" does not say the ability "${c.ability}"`);
+          assert.match(text, /soul blast \d|discard a card/, "the prompt names no cost");
+          const id = `#act-act-${offer.body.discardPrintingId ?? "none"}`;
+          assert.ok(await page.$(id), `no button ${id} to use it`);
+        }
+        const said = await prompt();
+        assert.doesNotMatch(said, /\.\.|\?\./, `the prompt's sentences run into each other: ${said}`);
+        if (size === "phone") await checkLayout(page, `${kind} offered`);
+        await page.screenshot({ path: join(artifacts, `${size}-${kind}.png`) });
+        assert.deepEqual(p.errors, []);
+        console.log(`${size}: ${kind} offered after ${moves} moves (seed ${seed}): ${await prompt()}`);
+      } finally {
+        await p.ctx.close();
+      }
+    });
   }
-});
+}
+
+for (const size of Object.keys(SIZES)) {
+  test(`the server gone for good (${size}): the page gives up plainly, disables actions, and "Try again" plays on`, { timeout: 90_000 }, async () => {
+    let node = await startMatchd(["--bot-think", "5ms"], { keys: false });
+    // The page's reconnect budget (about two minutes) scaled down: six attempts.
+    const p = await open(size, { backoffMs: [0, 100, 200], maxAttempts: 6 });
+    const { page } = p;
+    try {
+      await newBotMatch(page, node.http, "Stranded");
+      const memo = {};
+      await playMoves(page, memo, 2);
+      await waitFor(page, "our decision", (s) => s.decision === "mine");
+      await node.kill(); // and it stays down past the budget
+      const gone = await waitFor(page, "the page gives up", (s) => s.overlay === "gaveup", 20_000);
+      assert.equal(gone.ended, "gaveup");
+      assert.notEqual(gone.conn, "open");
+      assert.match(await page.textContent("#overlay-box"), /Can't reach the server/);
+      assert.ok(await page.$("#ov-retry"), "no Try again");
+      assert.ok(await page.$$eval("#actions button", (bs) => bs.every((x) => x.disabled)), "actions enabled after giving up");
+      // A tap that gets through anyway sends nothing and throws nothing.
+      await page.evaluate(() => document.querySelector('[data-key^="hand:"]')?.click());
+      await page.evaluate(() => document.querySelector("#actions button")?.click());
+      assert.equal((await state(page)).sent, gone.sent, "the page sent an intent after giving up");
+      if (size === "phone") await checkLayout(page, "given up");
+      await page.screenshot({ path: join(artifacts, `${size}-gaveup.png`) });
+
+      // The server comes back; the player asks to try again and plays on.
+      node = await startMatchd(["--bot-think", "5ms"], { keys: false, dataDir: node.dataDir, listen: node.http });
+      await page.click("#ov-retry");
+      await waitFor(page, "back after Try again", (s) => s.conn === "open" && s.overlay === "" && s.decision === "mine", 30_000);
+      await playMoves(page, memo, 1);
+      assert.deepEqual(p.errors, []);
+    } finally {
+      await p.ctx.close();
+      await node.stop();
+    }
+  });
+}
 
 test("a friend match: the link with Copy, waiting for the friend, the attacker named after a reload, a confirmed concession ends it for both", { timeout: 180_000 }, async () => {
   const host = await open("desktop");

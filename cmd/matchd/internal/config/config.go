@@ -15,6 +15,7 @@ import (
 	"github.com/matchgrain/matchgrain/actors"
 	"github.com/matchgrain/matchgrain/cluster"
 	"github.com/matchgrain/matchgrain/edge"
+	"github.com/matchgrain/matchgrain/persistence"
 )
 
 // Options is every setting of a node, from flags and MATCHD_* variables.
@@ -36,6 +37,8 @@ type Options struct {
 	// DatabaseURL selects PostgreSQL (DatabaseSchema its schema); empty
 	// means the embedded store under DataDir.
 	DatabaseURL, DatabaseSchema, DataDir string
+	// DatabaseTCP bounds the wait on a database host gone from the network.
+	DatabaseTCP persistence.TCPTimeouts
 	// Listen is the HTTP address, TCPListen the TCP fallback's (empty: off),
 	// MetricsListen a separate /metrics address and DebugListen the
 	// loopback pprof address (empty: off).
@@ -88,6 +91,8 @@ func Parse(args []string) (Options, error) {
 	cname := fs.String("cluster-name", "matchgrain", "cluster name; members of other clusters are ignored")
 	dburl := fs.String("database-url", "", "PostgreSQL URL; empty uses the embedded store under --data-dir")
 	dbSchema := fs.String("database-schema", "", "PostgreSQL schema for the tables (empty: the connection's search_path)")
+	dbUserTimeout := fs.Duration("database-tcp-user-timeout", persistence.DefaultTCPTimeouts.UserTimeout, "TCP_USER_TIMEOUT of the PostgreSQL connections: a statement unacknowledged this long fails, so a database host gone from the network is noticed before store-timeout (0: the system's default, about 15 minutes)")
+	dbKeepAlive := fs.Duration("database-keepalive", persistence.DefaultTCPTimeouts.KeepAliveIdle, "idle time before TCP keep-alive probes (1 s apart, 3 of them) on the PostgreSQL connections, so an idle pooled connection to a vanished host is dropped (0: off)")
 	dataDir := fs.String("data-dir", "matchgrain-data", "directory of the embedded store")
 	listen := fs.String("listen", "127.0.0.1:8080", "HTTP address: /game WebSocket, /api, /healthz, /metrics")
 	tcpListen := fs.String("tcp-listen", "", "TCP fallback address (length-prefixed frames); empty disables it")
@@ -182,6 +187,17 @@ func Parse(args []string) (Options, error) {
 		return o, fmt.Errorf("store-timeout must be positive, got %v", *storeTimeout)
 	}
 	o.StoreTimeout = *storeTimeout
+	if *dbUserTimeout < 0 || *dbKeepAlive < 0 {
+		return o, fmt.Errorf("database-tcp-user-timeout (%v) and database-keepalive (%v) must not be negative", *dbUserTimeout, *dbKeepAlive)
+	}
+	o.DatabaseTCP = persistence.DefaultTCPTimeouts
+	o.DatabaseTCP.UserTimeout, o.DatabaseTCP.KeepAliveIdle = *dbUserTimeout, *dbKeepAlive
+	if *dbUserTimeout == 0 {
+		o.DatabaseTCP.UserTimeout = -1
+	}
+	if *dbKeepAlive == 0 {
+		o.DatabaseTCP.KeepAliveIdle = -1
+	}
 	requestTimeout := *reqTimeout
 	if requestTimeout == 0 {
 		requestTimeout = edgePatience(o.Cluster.FailureDetection)
