@@ -33,7 +33,12 @@
 #               on 3 members, every session connected to a member that does
 #               not own its match, then the same load on one node: intents/s,
 #               p50/p99 and node CPU per intent summed over the members
-# Default: the first five, in this order (failover, cluster3 and any other
+#   spectators  the open loop (MEASURE_SPECTATE_MATCHES matches × MEASURE_RATE)
+#               on one node without spectators, then on a fresh node with
+#               MEASURE_SPECTATORS spectators following each match: the
+#               node's extra CPU per frame delivered to a spectator and its
+#               extra peak RSS per spectator
+# Default: the first five, in this order (failover, cluster3, spectators and any other
 # idleN only when named).
 #
 # Environment:
@@ -51,6 +56,8 @@
 #   MEASURE_FAILOVER_SETTLE   play once all are connected, before the kill
 #                      (default 20s)
 #   MEASURE_CLUSTER_MATCHES   cluster3's matches (default 1000)
+#   MEASURE_SPECTATE_MATCHES  the spectators workload's matches (default 1000)
+#   MEASURE_SPECTATORS        spectators per match there (default 5)
 #   MEASURE_FAILOVER_FLAGS    more matchd flags for the three members
 #                      (MEASURE_PROFILE keeps their logs: with --log-level=info
 #                      they time each phase of the failover)
@@ -70,7 +77,7 @@ cd "$(dirname "$0")/.."
 workloads=("$@")
 ((${#workloads[@]})) || workloads=(closed100 closed1000 open100 open1000 idle10000)
 for w in "${workloads[@]}"; do
-	case "$w" in closed100 | closed1000 | open100 | open1000 | failover | cluster3) ;;
+	case "$w" in closed100 | closed1000 | open100 | open1000 | failover | cluster3 | spectators) ;;
 	*) [[ "$w" =~ ^idle[1-9][0-9]*$ ]] || { echo "measure.sh: unknown workload $w" >&2; exit 2; } ;;
 	esac
 done
@@ -238,10 +245,59 @@ for name, f in (("3 members, every session on a member that does not own its mat
           f"{m.get('busyCores', 0):.2f} of {m.get('cpus', 0)} ({m.get('databaseCores') or 0:.2f}) |")
 EOF
 	}
+	# spectators: the same open loop on a fresh node without spectators,
+	# then with MEASURE_SPECTATORS per match; the difference is theirs.
+	run_spectators() {
+		local n=${MEASURE_SPECTATE_MATCHES:-1000} k=${MEASURE_SPECTATORS:-5} rate=${MEASURE_RATE:-2} wu=$warmup
+		local dur=${MEASURE_DURATION:-30s} dbpid=() with
+		((n >= 1000)) && (($(secs "$wu") < 60)) && wu=60s
+		[[ -r "${MATCHGRAIN_PG_DIR:-}/data/postmaster.pid" ]] &&
+			dbpid=(--database-pid "$(head -1 "$MATCHGRAIN_PG_DIR/data/postmaster.pid")")
+		for with in 0 "$k"; do
+			start_node "m_spectators$with" --max-spectators "$k"
+			profile "spectators$with" $(($(secs "$wu") + 5))
+			"$work/matchctl" load --server "$server" --token "$token" --matches "$n" --rate "$rate" --spectators "$with" \
+				--warmup "$wu" --duration "$dur" --json "${dbpid[@]}" >"$work/spectators$with.json" || true
+			[[ -n "${prof_pid:-}" ]] && { wait "$prof_pid" 2>/dev/null || true; prof_pid=; }
+			kill "$node_pid"
+			wait "$node_pid" 2>/dev/null || true
+			node_pid=
+		done
+		python3 - "$work" "$k" <<'EOF'
+import json, sys
+work, k = sys.argv[1], sys.argv[2]
+print()
+print("| same load | intents/s | p50 | p99 | errors | frames to spectators/s | node CPU s | node CPU per intent | node peak RSS | machine: cores busy (PostgreSQL) |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+runs = []
+for name, f in (("without spectators", "spectators0.json"), (f"{k} spectators per match", f"spectators{k}.json")):
+    try:
+        r = json.load(open(f"{work}/{f}"))
+    except Exception as e:
+        print(f"| {name} | failed: {e} |")
+        continue
+    runs.append(r)
+    node, lat, m = r.get("node") or {}, r["latencyMs"], r.get("machine") or {}
+    print(f"| {r['matches']:,} matches × {r['ratePerMatch']:g}/s, {name} | {r['intentsPerSecond']:,.0f} | {lat['p50']:.1f} ms | {lat['p99']:.1f} ms | "
+          f"{r['errors']} | {r.get('spectatorFrames', 0) / max(r['measuredSeconds'], 1e-9):,.0f} | {node.get('cpuSeconds', 0):.1f} | "
+          f"{node.get('cpuMsPerIntent', 0):.3f} ms | {node.get('peakRssBytes', 0) / 2**20:.0f} MiB | "
+          f"{m.get('busyCores', 0):.2f} of {m.get('cpus', 0)} ({m.get('databaseCores') or 0:.2f}) |")
+if len(runs) == 2 and runs[0].get("node") and runs[1].get("node") and runs[1].get("spectatorFrames"):
+    a, b = runs
+    # The run without spectators, scaled to the intents of the run with them.
+    base = a["node"]["cpuSeconds"] * b["intents"] / max(a["intents"], 1)
+    per_frame = (b["node"]["cpuSeconds"] - base) / b["spectatorFrames"] * 1e6
+    spectators = b["matches"] * b["spectators"]
+    per_spec = (b["node"]["peakRssBytes"] - a["node"]["peakRssBytes"]) / spectators / 1024
+    print()
+    print(f"spectators: {per_frame:.1f} µs of node CPU per frame delivered to a spectator; "
+          f"{per_spec:.1f} KiB of node peak RSS per spectator ({spectators:,} spectators)")
+EOF
+	}
 	secs() { python3 -c "import sys,re; m=re.fullmatch(r'(\d+)(s|m)', sys.argv[1]); print(int(m[1])*(60 if m[2]=='m' else 1))" "$1"; }
 	local table=()
 	for w in "${workloads[@]}"; do
-		[[ "$w" == failover || "$w" == cluster3 ]] || table+=("$w")
+		[[ "$w" == failover || "$w" == cluster3 || "$w" == spectators ]] || table+=("$w")
 	done
 	for w in "${table[@]}"; do
 		local n=${w//[a-z]/} wu=$warmup idle=${MEASURE_IDLE:-${w//[a-z]/}} sources=() per_addr
@@ -342,7 +398,7 @@ EOF
 	fi
 	for w in "${workloads[@]}"; do
 		case "$w" in
-		failover | cluster3)
+		failover | cluster3 | spectators)
 			echo "== $w" >&2
 			"run_$w" ;;
 		esac

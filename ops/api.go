@@ -36,8 +36,8 @@ type Node interface {
 type Deps struct {
 	Node Node
 	// Store is the node's store; the per-match endpoints and the cluster's
-	// match counts need it to implement persistence.Inspector (PostgreSQL)
-	// and answer 501 otherwise.
+	// match counts need it to implement persistence.Inspector (both stores
+	// do) and answer 501 otherwise.
 	Store persistence.Store
 	// Rules and Timing rebuild a match from its log (replay).
 	Rules  actors.Rules

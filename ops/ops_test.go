@@ -37,8 +37,9 @@ func get(t *testing.T, h http.Handler, path string) (int, map[string]any) {
 }
 
 // TestHandler: the live matches come from the real embedded store with
-// each grain's status (or why it did not answer); what needs PostgreSQL says
-// so; unknown paths answer the edge's JSON 404.
+// each grain's status (or why it did not answer); a match reads whole from
+// it; a store that cannot read one says so; unknown paths answer the edge's
+// JSON 404.
 func TestHandler(t *testing.T) {
 	store, err := persistence.OpenEmbedded(t.TempDir())
 	if err != nil {
@@ -77,11 +78,33 @@ func TestHandler(t *testing.T) {
 		t.Fatalf("members: %v", members)
 	}
 
+	// The embedded store reads a match whole, like PostgreSQL.
+	if code, body := get(t, h, "/api/admin/cluster"); code != http.StatusOK || body["matchesOfOtherOwners"] != 0.0 {
+		t.Errorf("cluster: %d %v", code, body)
+	}
+	if code, body := get(t, h, "/api/admin/matches/a"); code != http.StatusOK || body["matchId"] != "a" ||
+		body["owner"] != "m1" || body["epoch"] != 1.0 || body["finished"] != false {
+		t.Errorf("match a: %d %v", code, body)
+	}
+
+	// A store that cannot read a match whole says so.
+	blind := ops.Handler(ops.Deps{Node: node{}, Store: struct{ persistence.Store }{store}, Rules: actors.GameRules{},
+		Timing: actors.DefaultTiming()})
 	for path, want := range map[string]string{
 		"/api/admin/cluster":          "not_supported",
 		"/api/admin/matches/a":        "not_supported",
 		"/api/admin/matches/a/replay": "not_supported",
 		"/api/admin/else":             "not_found",
+	} {
+		_, body := get(t, blind, path)
+		if msg, _ := body["message"].(string); body["error"] != want || msg == "" {
+			t.Errorf("%s: %v, want error %s", path, body, want)
+		}
+	}
+	for path, want := range map[string]string{
+		"/api/admin/matches/zz":        "match_not_found",
+		"/api/admin/matches/zz/replay": "match_not_found",
+		"/api/admin/else":              "not_found",
 	} {
 		_, body := get(t, h, path)
 		if msg, _ := body["message"].(string); body["error"] != want || msg == "" {

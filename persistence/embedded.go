@@ -462,13 +462,9 @@ func (s *EmbeddedStore) ListUnfinished(ctx context.Context, after string, limit 
 			k, _ = c.Next()
 		}
 		for ; k != nil && len(out) < limit; k, _ = c.Next() {
-			raw := matches.Get(k)
-			if raw == nil {
-				return fmt.Errorf("unfinished match %q has no record: store is inconsistent", k)
-			}
-			m, err := decodeMatchRecord(raw)
+			m, err := unfinishedRecord(matches, k)
 			if err != nil {
-				return fmt.Errorf("match %q: %w", k, err)
+				return err
 			}
 			out = append(out, MatchInfo{MatchID: string(k), Owner: m.owner, Epoch: m.epoch, UpdatedAt: m.updatedAt,
 				Age: time.Since(m.updatedAt)})
@@ -479,6 +475,19 @@ func (s *EmbeddedStore) ListUnfinished(ctx context.Context, after string, limit 
 		return nil, fmt.Errorf("list unfinished after %q: %w", after, err)
 	}
 	return out, nil
+}
+
+// unfinishedRecord reads the record of k, a key of the unfinished index.
+func unfinishedRecord(matches *bolt.Bucket, k []byte) (matchRecord, error) {
+	raw := matches.Get(k)
+	if raw == nil {
+		return matchRecord{}, fmt.Errorf("unfinished match %q has no record: store is inconsistent", k)
+	}
+	m, err := decodeMatchRecord(raw)
+	if err != nil {
+		return matchRecord{}, fmt.Errorf("match %q: %w", k, err)
+	}
+	return m, nil
 }
 
 // ConsumeTicket implements Store. A used ticket's value is its expiry

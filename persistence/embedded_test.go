@@ -52,3 +52,8 @@ func TestEmbeddedClusterKeys(t *testing.T) {
 	t.Parallel()
 	storetest.RunClusterKeys(t, func(t *testing.T) persistence.ClusterKeys { return openEmbedded(t, t.TempDir()) })
 }
+
+func TestEmbeddedInspector(t *testing.T) {
+	t.Parallel()
+	storetest.RunInspector(t, func(t *testing.T) storetest.InspectingStore { return openEmbedded(t, t.TempDir()) })
+}

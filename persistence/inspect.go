@@ -10,8 +10,8 @@ import (
 )
 
 // Inspector reads matches for operators without touching their fencing:
-// nothing is claimed or written, so it is safe against a live match. Only
-// PostgresStore implements it.
+// nothing is claimed or written, so it is safe against a live match. Both
+// PostgresStore and EmbeddedStore implement it.
 type Inspector interface {
 	// ReadMatch returns everything stored of one match: its row, the latest
 	// snapshot and the whole log, ascending. ErrMatchNotFound if none.

@@ -620,3 +620,8 @@ func TestPGConnsAreRaw(t *testing.T) {
 		t.Fatalf("store connection raw: %v, want %v on %s", got, want, runtime.GOOS)
 	}
 }
+
+func TestPGInspector(t *testing.T) {
+	t.Parallel()
+	storetest.RunInspector(t, func(t *testing.T) storetest.InspectingStore { return pgtest.NewStore(t) })
+}

@@ -93,6 +93,8 @@ type Stats struct {
 	ticks     int
 	skipped   int
 	snapshots int
+	// spectatorFrames counts the events and snapshot frames spectators took in.
+	spectatorFrames int
 }
 
 // Observation is one intent result (Tick false) or one open-loop tick.
@@ -149,6 +151,20 @@ func (st *Stats) Snapshots() int {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.snapshots
+}
+
+func (st *Stats) spectatorFrame() {
+	st.mu.Lock()
+	st.spectatorFrames++
+	st.mu.Unlock()
+}
+
+// SpectatorFrames returns how many frames carrying the match (events and
+// snapshots) the spectators (MatchOptions.Spectators) have received so far.
+func (st *Stats) SpectatorFrames() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.spectatorFrames
 }
 
 // Ticks returns the open-loop ticks so far and how many were skipped.

@@ -70,6 +70,11 @@ type MatchOptions struct {
 	// negative: no cap, for a server started with a higher
 	// --intents-per-second, as a closed-loop capacity test needs).
 	ConnectionRate float64
+	// Spectators is how many spectator sessions follow the match from the
+	// moment both seats are connected (docs/protocol.md §14). Each takes in
+	// every frame, and a match played to its end fails unless every
+	// spectator saw its last event.
+	Spectators int
 }
 
 // minGap is the least time between two intents of a bot sending at most
@@ -151,6 +156,18 @@ func PlayMatch(ctx context.Context, admin *client.Admin, o MatchOptions) (MatchR
 		}
 		sessions[seat] = s
 	}
+	spectators, err := startSpectators(ctx, admin, o, id, o.Spectators, st, log)
+	if err != nil {
+		for _, s := range sessions {
+			s.Close()
+		}
+		return mr, err
+	}
+	defer func() {
+		for _, sp := range spectators {
+			sp.leave(log)
+		}
+	}()
 	if o.Connected != nil {
 		o.Connected()
 	}
@@ -200,7 +217,13 @@ func PlayMatch(ctx context.Context, admin *client.Admin, o MatchOptions) (MatchR
 	if err := errors.Join(errs[:]...); err != nil {
 		return mr, fmt.Errorf("match %s: %w", id, err)
 	}
-	return mr, Verify(mr)
+	if err := Verify(mr); err != nil {
+		return mr, err
+	}
+	if f := mr.Results[0].Final; f != nil && len(spectators) > 0 {
+		return mr, awaitSpectators(ctx, id, spectators, f.EventSeq)
+	}
+	return mr, nil
 }
 
 // Verify checks what the bots saw against each other and the server.

@@ -218,6 +218,29 @@ func TestLoadSlowOpenLoop(t *testing.T) {
 	}
 }
 
+// TestLoadSpectators: real grains with spectators on; a match played to
+// the end, followed by three spectators who take in every batch and
+// must see the match's last event (a match fails otherwise).
+func TestLoadSpectators(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plays matches against a cluster member; skipped with -short")
+	}
+	m, _ := grainstest.NewMatches(t, grainstest.Options{MaxSpectators: 3})
+	srv := edgetest.Start(t, m, func(c *edge.Config) { c.MaxSpectators = 3 })
+	r := run(t, config(srv, func(c *Config) { c.Matches, c.Spectators = 1, 3 }))
+	// A match has dozens of batches: every spectator gets its first
+	// snapshot and then most batches on their own.
+	if r.MatchesFinished != 1 || r.Spectators != 3 || r.SpectatorFrames < 3*10 {
+		t.Fatalf("%d matches finished, %d spectators each took in %d frames in all: %+v", r.MatchesFinished, r.Spectators, r.SpectatorFrames, r)
+	}
+	var text bytes.Buffer
+	r.WriteText(&text)
+	if !strings.Contains(text.String(), "spectators: 3 per match") {
+		t.Errorf("the text report does not name the spectators:\n%s", text.String())
+	}
+
+}
+
 // TestLoadIdle holds real sessions on a real edge and checks the report.
 func TestLoadIdle(t *testing.T) {
 	srv := startServer(t)
@@ -309,6 +332,7 @@ func TestConfigValidate(t *testing.T) {
 		{"warm-up without duration", func(c *Config) { c.Warmup = time.Second }, "--warmup"},
 		{"negative connection rate", func(c *Config) { c.ConnectionRate = -1 }, "--connection-rate"},
 		{"negative database pid", func(c *Config) { c.DatabasePID = -1 }, "--database-pid"},
+		{"negative spectators", func(c *Config) { c.Spectators = -1 }, "--spectators"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Config{Admin: admin, Matches: 1}

@@ -27,7 +27,12 @@ type Report struct {
 	// window (a stall, a Stale or Illegal rejection): they cost the server
 	// far more than an intent, so a run with many measures them too.
 	SnapshotsAsked int `json:"snapshotsAsked"`
-	LatencyMs      struct {
+	// Spectators is how many spectators followed each match; SpectatorFrames
+	// the frames carrying the match (events, snapshots) they took in during
+	// the window.
+	Spectators      int `json:"spectators,omitempty"`
+	SpectatorFrames int `json:"spectatorFrames,omitempty"`
+	LatencyMs       struct {
 		P50 float64 `json:"p50"`
 		P90 float64 `json:"p90"`
 		P99 float64 `json:"p99"`
@@ -94,6 +99,10 @@ func (r *Report) WriteText(out io.Writer) {
 		fmt.Fprintf(out, "ticks: %d, skipped %d (previous intent still in flight or next one not decided yet)\n", r.Ticks, r.SkippedTicks)
 	}
 	fmt.Fprintf(out, "snapshots the bots asked for: %d (after a stall without progress, or an intent rejected as Stale or Illegal)\n", r.SnapshotsAsked)
+	if r.Spectators > 0 {
+		fmt.Fprintf(out, "spectators: %d per match, %d frames delivered to them (%.0f/s)\n", r.Spectators, r.SpectatorFrames,
+			float64(r.SpectatorFrames)/max(r.MeasuredSeconds, 1e-9))
+	}
 	fmt.Fprintf(out, "intent latency (send → result): p50 %.2f ms  p90 %.2f ms  p99 %.2f ms  max %.2f ms\n",
 		r.LatencyMs.P50, r.LatencyMs.P90, r.LatencyMs.P99, r.LatencyMs.Max)
 	if n := r.Node; n != nil {

@@ -62,6 +62,10 @@ type Config struct {
 	// that reads each match's owner.
 	Cluster []string
 	Token   string
+	// Spectators is how many spectator sessions follow each match
+	// (bots.MatchOptions.Spectators): the report counts the frames they
+	// took in, so a run with them and one without price a spectator.
+	Spectators int
 }
 
 // Validate checks c and fills in its defaults.
@@ -71,6 +75,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: --cluster needs at least 2 members", ErrConfig)
 	case c.Admin == nil:
 		return fmt.Errorf("%w: no admin client", ErrConfig)
+	case c.Spectators < 0:
+		return fmt.Errorf("%w: --spectators must not be negative", ErrConfig)
 	case c.DatabasePID < 0:
 		return fmt.Errorf("%w: --database-pid must be a process id", ErrConfig)
 	case c.Matches < 1:
@@ -159,6 +165,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	}
 	st := &bots.Stats{Observe: w.observe}
 	opts.Stats, opts.Rate, opts.ConnectionRate = st, c.Rate, c.ConnectionRate
+	opts.Spectators = c.Spectators
 	if c.ConnectionRate == 0 {
 		opts.ConnectionRate = -1 // no cap
 	}
@@ -261,12 +268,13 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	ended := false
 	// Zero unless a warm-up ends: st counts from the run's start, as the
 	// window does without a warm-up.
-	var snapshotsAtStart, snapshotsAtEnd int
+	var snapshotsAtStart, snapshotsAtEnd, specAtStart, specAtEnd int
 	markStart := func() {
 		measuring = true
 		node.markStart()
 		machine.markStart()
 		snapshotsAtStart = st.Snapshots()
+		specAtStart = st.SpectatorFrames()
 		mu.Lock()
 		warmupFailures = len(failures)
 		mu.Unlock()
@@ -276,6 +284,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		node.markEnd()
 		machine.markEnd()
 		snapshotsAtEnd = st.Snapshots()
+		specAtEnd = st.SpectatorFrames()
 		ended = true
 	}
 loop:
@@ -330,6 +339,7 @@ loop:
 	rep.Rejected, rep.Ticks, rep.SkippedTicks = w.rejected, w.ticks, w.skipped
 	w.mu.Unlock()
 	rep.SnapshotsAsked = snapshotsAtEnd - snapshotsAtStart
+	rep.Spectators, rep.SpectatorFrames = c.Spectators, specAtEnd-specAtStart
 	slices.Sort(lat)
 	measured := end.Sub(w.start)
 	rep.WarmupSeconds, rep.MeasuredSeconds = w.start.Sub(began).Seconds(), measured.Seconds()

@@ -44,6 +44,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	clusterURLs := fs.String("cluster", "", "URL,URL,…: every member of a cluster (matchd HTTP base URLs): each match's sessions connect to a member that does not own it, and the node figures are summed over the members")
 	settle := fs.Duration("settle", load.DefaultFailoverSettle, "with --failover: how long every match plays once all are connected, before the kill")
 	patience := fs.Duration("patience", load.DefaultFailoverPatience, "with --failover: how long after the kill a match may take to answer before it counts as never")
+	fs.IntVar(&cfg.Spectators, "spectators", 0, "spectator sessions following each match (each takes in every frame; a match played to the end fails unless they all saw its end)")
 	fs.IntVar(&cfg.DatabasePID, "database-pid", 0, "Linux: the pid of a PostgreSQL server on this machine (its postmaster): the report adds the CPU it and its backends used while measuring")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -51,17 +51,23 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
 		{"Closed", testClosed},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			s := open(t)
-			t.Cleanup(func() {
-				if err := s.Close(); err != nil {
-					t.Errorf("close: %v", err)
-				}
-			})
-			tc.fn(t, s)
-		})
+		runClosing(t, tc.name, open, tc.fn)
 	}
+}
+
+// runClosing runs fn in a parallel subtest on a store from open, closed
+// when the subtest ends.
+func runClosing[S interface{ Close() error }](t *testing.T, name string, open func(t *testing.T) S, fn func(t *testing.T, s S)) {
+	t.Run(name, func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("close: %v", err)
+			}
+		})
+		fn(t, s)
+	})
 }
 
 // RunReopen checks that a store keeps everything across Close and a new

@@ -521,7 +521,8 @@ function attackerOf(v, seen) {
 function renderBattle(v, attacker) {
   const out = [];
   const b = v.battle;
-  const name = (seat) => seat === v.you ? "Your" : `${v.players[seat].name}'s`;
+  const whose = (seat) => seat === v.you ? "your" : `${v.players[seat].name}'s`;
+  const name = (seat) => seat === v.you ? "Your" : whose(seat);
   if (b) {
     const att = v.players[attacker];
     const def = v.players[1 - attacker];
@@ -536,7 +537,7 @@ function renderBattle(v, attacker) {
         el("b", {}, `${name(attacker)} ${slotName(b.attackerSlot)}`),
         unit ? ` (${cardName(unit.printingId)})` : "",
         b.boosterSlot != null ? `, boosted by the ${slotName(b.boosterSlot)},` : "",
-        ` attacks ${attacker === v.you ? `${def.name}'s` : "your"} ${slotName(b.targetSlot)}${target ? ` (${cardName(target.printingId)})` : ""}: `,
+        ` attacks ${whose(1 - attacker)} ${slotName(b.targetSlot)}${target ? ` (${cardName(target.printingId)})` : ""}: `,
         el("b", {}, `${b.attackerPower}`),
         ` vs ${b.targetPower}${b.shieldTotal ? ` + ${b.shieldTotal} shield` : ""} — ${result}`,
         b.driveTotal ? `; drive check ${b.driveDone}/${b.driveTotal}` : ""
@@ -1064,7 +1065,9 @@ function renderOverlay(st) {
         button("See the board", { id: "ov-board" }, () => {
           st.endDismissed = true;
           renderOverlay(st);
-        })
+        }),
+        // A link, not a button: it can be opened in a tab or shared.
+        el("a", { id: "ov-replay", class: "button", href: `/replay#${new URLSearchParams({ m: st.link.matchId })}` }, "Watch the replay")
       ]);
       $("#overlay-box").classList.add(f.cls);
     }

@@ -144,7 +144,8 @@ function attackerOf(v, seen) {
 function renderBattle(v, attacker) {
   const out = [];
   const b = v.battle;
-  const name = (seat) => seat === v.you ? "Your" : `${v.players[seat].name}'s`;
+  const whose = (seat) => seat === v.you ? "your" : `${v.players[seat].name}'s`;
+  const name = (seat) => seat === v.you ? "Your" : whose(seat);
   if (b) {
     const att = v.players[attacker];
     const def = v.players[1 - attacker];
@@ -159,7 +160,7 @@ function renderBattle(v, attacker) {
         el("b", {}, `${name(attacker)} ${slotName(b.attackerSlot)}`),
         unit ? ` (${cardName(unit.printingId)})` : "",
         b.boosterSlot != null ? `, boosted by the ${slotName(b.boosterSlot)},` : "",
-        ` attacks ${attacker === v.you ? `${def.name}'s` : "your"} ${slotName(b.targetSlot)}${target ? ` (${cardName(target.printingId)})` : ""}: `,
+        ` attacks ${whose(1 - attacker)} ${slotName(b.targetSlot)}${target ? ` (${cardName(target.printingId)})` : ""}: `,
         el("b", {}, `${b.attackerPower}`),
         ` vs ${b.targetPower}${b.shieldTotal ? ` + ${b.shieldTotal} shield` : ""} — ${result}`,
         b.driveTotal ? `; drive check ${b.driveDone}/${b.driveTotal}` : ""

@@ -119,7 +119,10 @@ export function attackerOf(v: MatchView, seen: number): number {
 export function renderBattle(v: MatchView, attacker: number): HTMLElement[] {
   const out: HTMLElement[] = [];
   const b = v.battle;
-  const name = (seat: number) => (seat === v.you ? "Your" : `${v.players[seat]!.name}'s`);
+  // A seat's own units are "your"; every other unit is named by its player,
+  // so a spectator (seat 2) or a replay reads names on both sides.
+  const whose = (seat: number) => (seat === v.you ? "your" : `${v.players[seat]!.name}'s`);
+  const name = (seat: number) => (seat === v.you ? "Your" : whose(seat));
   if (b) {
     const att = v.players[attacker]!;
     const def = v.players[1 - attacker]!;
@@ -134,7 +137,7 @@ export function renderBattle(v: MatchView, attacker: number): HTMLElement[] {
         el("b", {}, `${name(attacker)} ${slotName(b.attackerSlot)}`),
         unit ? ` (${cardName(unit.printingId)})` : "",
         b.boosterSlot != null ? `, boosted by the ${slotName(b.boosterSlot)},` : "",
-        ` attacks ${attacker === v.you ? `${def.name}'s` : "your"} ${slotName(b.targetSlot)}${target ? ` (${cardName(target.printingId)})` : ""}: `,
+        ` attacks ${whose(1 - attacker)} ${slotName(b.targetSlot)}${target ? ` (${cardName(target.printingId)})` : ""}: `,
         el("b", {}, `${b.attackerPower}`),
         ` vs ${b.targetPower}${b.shieldTotal ? ` + ${b.shieldTotal} shield` : ""} — ${result}`,
         b.driveTotal ? `; drive check ${b.driveDone}/${b.driveTotal}` : "",

@@ -611,7 +611,7 @@ function renderClocks(st: GameState): void {
 
 // ---- overlays: connection states, the end, the concession ----
 
-function overlay(cls: string, title: string, text: string[], buttons: HTMLButtonElement[]): void {
+function overlay(cls: string, title: string, text: string[], buttons: HTMLElement[]): void {
   const box = $("#overlay");
   box.hidden = false;
   box.dataset.state = cls;
@@ -650,6 +650,8 @@ function renderOverlay(st: GameState): void {
           st.endDismissed = true;
           renderOverlay(st);
         }),
+        // A link, not a button: it can be opened in a tab or shared.
+        el("a", { id: "ov-replay", class: "button", href: `/replay#${new URLSearchParams({ m: st.link.matchId })}` }, "Watch the replay"),
       ]);
       $("#overlay-box").classList.add(f.cls);
     }

@@ -15,8 +15,8 @@ import { createHmac, randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { chromium } from "playwright-core";
 
+import { launchChromium } from "./chromium.mjs";
 import { repoRoot, startMatchd } from "./matchd.mjs";
 
 const artifacts = join(repoRoot, "web", "test", "artifacts");
@@ -30,11 +30,7 @@ before(async () => {
   mkdirSync(artifacts, { recursive: true });
   matchd = await startMatchd(["--bot-think", "5ms"]);
   cards = await (await fetch(`http://${matchd.http}/cards.json`)).json();
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await launchChromium();
 });
 
 after(async () => {
@@ -380,6 +376,15 @@ test("on a desktop: turns with rides, calls, attacks and a guard by tapping, the
   assert.match(box, /You lose[\s\S]*You conceded/);
   assert.ok((await page.getAttribute("#overlay-box", "class")).includes("lose"));
   await page.screenshot({ path: join(artifacts, "desktop-end.png") });
+
+  // The end offers the match's replay: a link that opens it at its start,
+  // and its last batch is the finished match.
+  const matchId = new URLSearchParams(new URL(page.url()).hash.slice(1)).get("m");
+  assert.equal(await page.getAttribute("#ov-replay", "href"), `/replay#${new URLSearchParams({ m: matchId })}`);
+  await page.click("#ov-replay");
+  await page.waitForSelector(`#position[data-at="0"]`, { state: "attached", timeout: 30_000 });
+  await page.click("#last");
+  assert.equal(await page.getAttribute("#status", "data-finished"), "true");
   assert.deepEqual(p.errors, []);
   console.log(`desktop: conceded on turn ${s.turn} after ${moves} moves by tapping (${[...types].join(", ")})`);
   await p.ctx.close();

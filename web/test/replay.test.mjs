@@ -1,13 +1,11 @@
 // The replay viewer (/replay#m=MATCH&b=N) in headless Chromium against a real
-// matchd on PostgreSQL (replays read the durable log; a throwaway server from
-// deploy/pg-throwaway.sh unless DATABASE_URL is set): a bot match watched
-// live on /watch to its end, then replayed: its last board is the board the
-// spectator page ended on; stepping forward and back comes back to the same
-// board; a jump to a turn lands on it; playing moves on; and the link of a
-// batch opens that batch in another tab with the same board.
+// single-node matchd on its embedded store, as the demo runs (replays read the
+// durable log, which both stores keep): a bot match watched live on /watch to
+// its end, then replayed: its last board is the board the spectator page ended
+// on; stepping forward and back comes back to the same board; a jump to a turn
+// lands on it; playing moves on; and the link of a batch opens that batch in
+// another tab with the same board.
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -16,29 +14,18 @@ import { launchChromium } from "./chromium.mjs";
 import { repoRoot, startMatchd } from "./matchd.mjs";
 
 const artifacts = join(repoRoot, "web", "test", "artifacts");
-const script = join(repoRoot, "deploy", "pg-throwaway.sh");
-let pgDir = "";
 let matchd;
 let browser;
 
 before(async () => {
   mkdirSync(artifacts, { recursive: true });
-  let url = process.env.DATABASE_URL ?? "";
-  if (!url) {
-    const out = execFileSync(script, ["start", "--fast", "--stop-with", String(process.pid)], { encoding: "utf8" });
-    url = /DATABASE_URL=(\S+)/.exec(out)?.[1]?.replace(/^['"]|['"]$/g, "") ?? "";
-    pgDir = /MATCHGRAIN_PG_DIR=(\S+)/.exec(out)?.[1]?.replace(/^['"]|['"]$/g, "") ?? "";
-    assert.ok(url, `pg-throwaway.sh printed no DATABASE_URL:\n${out}`);
-  }
-  const schema = `web_replay_${randomBytes(4).toString("hex")}`;
-  matchd = await startMatchd(["--database-url", url, "--database-schema", schema, "--bot-think", "20ms"]);
+  matchd = await startMatchd(["--bot-think", "20ms"]);
   browser = await launchChromium();
 });
 
 after(async () => {
   await browser?.close();
   await matchd?.stop();
-  if (pgDir) execFileSync(script, ["stop", pgDir]);
 });
 
 /** poll retries read (which may throw while a page reloads) until ok(value) or the time is up. */
@@ -102,6 +89,17 @@ test("a finished match replays as the spectator saw it: back, forward, a turn, p
   const last = await at(replay);
   assert.ok(last > 10, `only ${last} batches`);
   assert.deepEqual(await board(replay), ended, "the replay's last board is not the one the spectator page ended on");
+
+  // Every battle line names the players: nobody on this page is "you".
+  await replay.click("#first");
+  let attacks = 0;
+  for (let i = 0; i < last; i++) {
+    const line = (await replay.textContent("#battle")) ?? "";
+    if (line.includes("attacks")) attacks++;
+    assert.doesNotMatch(line, /\byour?\b/i, `batch ${i}'s battle line speaks to a seat`);
+    await replay.click("#forward");
+  }
+  assert.ok(attacks > 0, "no batch showed an attack");
 
   // Forward and back again: the same board.
   await replay.click("#first");
