@@ -22,14 +22,15 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // botMatch drives a match between two bots on store, on a virtual clock,
 // until done(status) says stop.
 type botMatch struct {
-	core *actors.Core
-	now  time.Time
-	next time.Duration
+	core  *actors.Core
+	store persistence.Store
+	now   time.Time
+	next  time.Duration
 }
 
 func startBots(t *testing.T, store persistence.Store, id string) *botMatch {
 	t.Helper()
-	b := &botMatch{now: time.UnixMilli(1_767_225_600_000)}
+	b := &botMatch{now: time.UnixMilli(1_767_225_600_000), store: store}
 	timing := actors.DefaultTiming()
 	timing.BotThink = 100 * time.Millisecond
 	cores, err := actors.NewCores(actors.GrainDeps{Store: store, Rules: actors.GameRules{}, Timing: timing,
@@ -50,17 +51,25 @@ func startBots(t *testing.T, store persistence.Store, id string) *botMatch {
 }
 
 func (b *botMatch) take(rd actors.Ready) {
-	if rd.Tick {
+	if rd = b.settle(rd); rd.Tick {
 		b.next = rd.TickIn
 	}
-	if adv := b.core.Advance(); adv.Tick {
+	if adv := b.settle(b.core.Advance()); adv.Tick {
 		b.next = adv.TickIn
 	}
 }
 
+// settle answers a step's store calls at once, as the grain does.
+func (b *botMatch) settle(rd actors.Ready) actors.Ready {
+	for rd.Store != nil {
+		rd = b.core.StoreDone(rd.Store.Do(context.Background(), b.store))
+	}
+	return rd
+}
+
 func (b *botMatch) status(t *testing.T) *actors.MatchStatus {
 	t.Helper()
-	for _, s := range b.core.Handle(&actors.Inspect{}).Sends {
+	for _, s := range b.settle(b.core.Handle(&actors.Inspect{})).Sends {
 		if r, ok := s.Msg.(*actors.Reply); ok && r.Status != nil {
 			return r.Status
 		}
