@@ -86,10 +86,13 @@ func (n *Node) Request(ctx context.Context, identity, kind string, msg any) (any
 // again within a detection time (tens of ms with the closed-connection hint,
 // about 190 ms seen for a survivor whose stream to a killed member ended
 // late, docs/performance.md §3.4), and the growing backoff would add up to
-// a second after that. Each quick retry waits at most Retry.Initial, so the
-// quick ones cost a request at most viewRetries refused activations, never
-// a store read; past them it backs off as for any other failure.
-const viewRetries = 16
+// a second after that. Each quick retry waits between half of Retry.Initial
+// and all of it, so the quick ones cover at least viewRetries × Initial/2
+// (320 ms with the defaults: a bound in time, not only in count, or on a
+// fast machine they were spent before the views agreed) and cost a request
+// at most viewRetries refused activations, never a store read; past them it
+// backs off as for any other failure.
+const viewRetries = 32
 
 // retry goes on with Request after attempts attempts that failed with
 // lastErr (none: attempts is 0).
@@ -134,11 +137,12 @@ func (n *Node) retry(ctx context.Context, identity, kind string, wire any, attem
 
 // retryWait is the wait before the next attempt, after attempts attempts of
 // which refused were view refusals, the last failing with lastErr: up to
-// Retry.Initial after a view refusal while the request has had at most
+// Retry.Initial (at least half of it) after a view refusal while the request has had at most
 // viewRetries of them, else the backoff, counted without the quick retries.
 func (n *Node) retryWait(attempts, refused int, lastErr error) time.Duration {
 	if refused <= viewRetries && errors.Is(lastErr, errViewRefused) {
-		return rand.N(n.cfg.Retry.Initial + 1)
+		half := n.cfg.Retry.Initial / 2
+		return half + rand.N(n.cfg.Retry.Initial-half+1)
 	}
 	return n.backoff(max(attempts-min(refused, viewRetries)-1, 0))
 }
