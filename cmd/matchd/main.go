@@ -124,7 +124,7 @@ func run(ctx context.Context, o config.Options, base *slog.Logger) error {
 	if !o.EdgeOnly {
 		kind, err := actors.NewMatchKind(actors.GrainDeps{
 			Store: store, Rules: actors.GameRules{}, Timing: o.Timing, Logger: log, Metrics: grainMetrics,
-			StoreTimeout:  o.StoreTimeout,
+			StoreTimeout: o.StoreTimeout, MaxClockSkew: o.MaxClockSkew,
 			MaxSpectators: o.Edge.MaxSpectators, SpectatorDelayEvents: o.SpectatorDelayEvents, SpectatorDelay: o.SpectatorDelay,
 			Owner: func() string { return started.Load().ID() },
 			MayActivate: func() error {
