@@ -208,7 +208,7 @@ func (n *Node) attemptRemote(ctx context.Context, identity, kind, target string,
 		case <-t.C:
 			// The receiver drops the message from now on (give or take
 			// the clock skew): waiting longer would be for nothing.
-			return n.localFailed(identity, kind, actor.ErrTimeout)
+			return n.attemptExpired(identity, kind)
 		case <-lost:
 			if n.hasMember(target) {
 				lost = n.memberLost()
@@ -288,6 +288,17 @@ func putTimer(t *time.Timer) {
 func (n *Node) localFailed(identity, kind string, cause error) (any, bool, error) {
 	n.c.PidCache.Remove(identity, kind)
 	return nil, true, fmt.Errorf("cluster: grain %s/%s: %w", kind, identity, cause)
+}
+
+// attemptExpired drops the cached PID of a grain that did not answer
+// before the attempt's deadline. The error is a deadline's, as protoactor's
+// own timeout was: when the caller's ctx set the deadline, Request reports
+// the failure before it instead. Out of line, like localFailed.
+//
+//go:noinline
+func (n *Node) attemptExpired(identity, kind string) (any, bool, error) {
+	n.c.PidCache.Remove(identity, kind)
+	return nil, true, fmt.Errorf("cluster: grain %s/%s: no answer by the attempt's deadline: %w", kind, identity, context.DeadlineExceeded)
 }
 
 // memberLostError is kept out of line for the same reason as localFailed.
