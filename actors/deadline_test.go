@@ -31,13 +31,6 @@ func (s *claimCounter) Claim(ctx context.Context, matchID, owner string) (persis
 	return s.Store.Claim(ctx, matchID, owner)
 }
 
-// replyTap is a sender whose replies the test reads.
-type replyTap chan any
-
-func (r replyTap) SendUserMessage(_ *actor.PID, m any) { r <- actor.UnwrapEnvelopeMessage(m) }
-func (replyTap) SendSystemMessage(*actor.PID, any)     {}
-func (replyTap) Stop(*actor.PID)                       {}
-
 // TestGrainDropsExpiredRequests sends a match grain requests from another
 // member (envelope.Msg with a Deadline) as protoactor delivers them after
 // an activation request. One past its deadline by more than the clock-skew
@@ -70,8 +63,8 @@ func TestGrainDropsExpiredRequests(t *testing.T) {
 	n := 0
 	// ask sends v with deadline (0: none) from a sender of its own and
 	// returns where its replies go.
-	ask := func(v any, deadline time.Time) replyTap {
-		tap := make(replyTap, 4)
+	ask := func(v any, deadline time.Time) clustertest.Tap {
+		tap := make(clustertest.Tap, 4)
 		n++
 		from, _ := sys.ProcessRegistry.Add(tap, "tap-"+string(rune('a'+n)))
 		m := envelope.Wrap(v)
@@ -81,7 +74,7 @@ func TestGrainDropsExpiredRequests(t *testing.T) {
 		sys.Root.RequestWithCustomSender(pid, m, from)
 		return tap
 	}
-	answered := func(tap replyTap) *Reply {
+	answered := func(tap clustertest.Tap) *Reply {
 		t.Helper()
 		select {
 		case m := <-tap:
@@ -94,7 +87,7 @@ func TestGrainDropsExpiredRequests(t *testing.T) {
 	// unanswered checks that tap got nothing. Call it after a later
 	// request from the same sender was answered: the grain answers in
 	// order, so an answer to tap would already be there.
-	unanswered := func(tap replyTap, what string) {
+	unanswered := func(tap clustertest.Tap, what string) {
 		t.Helper()
 		select {
 		case m := <-tap:

@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 
+	"github.com/matchgrain/matchgrain/cluster"
+	"github.com/matchgrain/matchgrain/cluster/clustertest"
 	"github.com/matchgrain/matchgrain/cluster/envelope"
 )
 
@@ -22,13 +24,6 @@ func init() {
 	envelope.Register("clustertest.deadlinePing", func() any { return new(deadlinePing) })
 }
 
-// tapProcess hands what it is sent to a channel.
-type tapProcess chan any
-
-func (p tapProcess) SendUserMessage(_ *actor.PID, m any) { p <- actor.UnwrapEnvelopeMessage(m) }
-func (tapProcess) SendSystemMessage(*actor.PID, any)     {}
-func (tapProcess) Stop(*actor.PID)                       {}
-
 // TestAttemptSenderSendsOnlyWhileTheAttemptIsOn: what protoactor's Request
 // sends for an attempt carries the attempt's deadline (a copy: the
 // request's message is shared by its attempts and may be in a writer's
@@ -37,12 +32,12 @@ func (tapProcess) Stop(*actor.PID)                       {}
 func TestAttemptSenderSendsOnlyWhileTheAttemptIsOn(t *testing.T) {
 	sys := actor.NewActorSystem()
 	defer sys.Shutdown()
-	tap := make(tapProcess, 4)
+	tap := make(clustertest.Tap, 4)
 	to, _ := sys.ProcessRegistry.Add(tap, "tap")
 	wire := envelope.Wrap(&deadlinePing{N: 1})
 	dl := time.Now().Add(time.Minute)
 
-	s, msg := newAttemptSender(sys.Root, wire, dl)
+	s, msg := cluster.NewAttemptSender(sys.Root, wire, dl)
 	m, ok := msg.(*envelope.Msg)
 	if !ok || m == wire || m.Deadline != dl.UnixNano() || m.V != wire.V || wire.Deadline != 0 {
 		t.Fatalf("attempt message %+v from %+v: want a copy with deadline %d, the original untouched", msg, wire, dl.UnixNano())
@@ -52,7 +47,7 @@ func TestAttemptSenderSendsOnlyWhileTheAttemptIsOn(t *testing.T) {
 		t.Fatalf("sent deadline %d, want %d", got.Deadline, dl.UnixNano())
 	}
 
-	refused := func(s *attemptSender, why string) {
+	refused := func(s *cluster.AttemptSender, why string) {
 		t.Helper()
 		start := time.Now()
 		if _, err := s.RequestFuture(to, msg, 10*time.Second).Result(); !errors.Is(err, actor.ErrTimeout) {
@@ -67,14 +62,14 @@ func TestAttemptSenderSendsOnlyWhileTheAttemptIsOn(t *testing.T) {
 		default:
 		}
 	}
-	s.end()
+	s.End()
 	refused(s, "after the attempt ended")
-	past, _ := newAttemptSender(sys.Root, wire, time.Now().Add(-time.Millisecond))
+	past, _ := cluster.NewAttemptSender(sys.Root, wire, time.Now().Add(-time.Millisecond))
 	refused(past, "past the deadline")
 
 	// A protobuf message (no envelope) is sent as it is, without a deadline.
 	proto := &pcluster.ClusterIdentity{Identity: "x", Kind: "k"}
-	if _, msg := newAttemptSender(sys.Root, proto, dl); msg != proto {
+	if _, msg := cluster.NewAttemptSender(sys.Root, proto, dl); msg != proto {
 		t.Fatalf("a protobuf message became %T", msg)
 	}
 }
@@ -91,7 +86,7 @@ func TestRequestCarriesItsAttemptsDeadline(t *testing.T) {
 		}
 	}))
 	const attempt = 3 * time.Second
-	node, err := Start(Config{
+	node, err := cluster.Start(cluster.Config{
 		GossipAddr: "127.0.0.1:0", RemoteAddr: "127.0.0.1:0", ClusterName: "deadlines",
 		Kinds: []*pcluster.Kind{kind}, RequestTimeout: attempt,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
