@@ -107,6 +107,12 @@ func TestExpired(t *testing.T) {
 		{"passed by exactly the skew", now.Add(-skew).UnixNano(), false},
 		{"passed by more than the skew", now.Add(-skew - time.Nanosecond).UnixNano(), true},
 		{"long passed", now.Add(-time.Hour).UnixNano(), true},
+		// A receiver whose clock runs 3 s ahead of its sender's reads a
+		// fresh 5 s request: by its clock 3 s have gone, so it is served;
+		// it only drops those that waited over 3 s for it (5 + 1 - 3).
+		{"receiver 3 s ahead, request fresh", now.Add(-3 * time.Second).Add(5 * time.Second).UnixNano(), false},
+		{"receiver 3 s ahead, request waited 2.9 s", now.Add(-3 * time.Second).Add(-2900 * time.Millisecond).Add(5 * time.Second).UnixNano(), false},
+		{"receiver 3 s ahead, request waited 3.1 s", now.Add(-3 * time.Second).Add(-3100 * time.Millisecond).Add(5 * time.Second).UnixNano(), true},
 		{"before 1970 (a hostile peer)", -1 << 62, true},
 		{"far future (a hostile peer)", 1<<63 - 1, false},
 	}
