@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +35,7 @@ import (
 // deadline (one allocation for both).
 type attemptSender struct {
 	actor.SenderContext
+	log      *slog.Logger
 	msg      envelope.Msg
 	deadline int64 // Unix ns
 	over     atomic.Bool
@@ -42,8 +44,8 @@ type attemptSender struct {
 // newAttemptSender returns the sender of an attempt that ends at deadline,
 // and the message it sends: a copy of wire carrying the deadline if wire is
 // an envelope, else wire itself (a protobuf message has no room for one).
-func newAttemptSender(root actor.SenderContext, wire any, deadline time.Time) (*attemptSender, any) {
-	s := &attemptSender{SenderContext: root, deadline: deadline.UnixNano()}
+func newAttemptSender(root actor.SenderContext, log *slog.Logger, wire any, deadline time.Time) (*attemptSender, any) {
+	s := &attemptSender{SenderContext: root, log: log, deadline: deadline.UnixNano()}
 	m, ok := wire.(*envelope.Msg)
 	if !ok {
 		return s, wire
@@ -59,6 +61,8 @@ func newAttemptSender(root actor.SenderContext, wire any, deadline time.Time) (*
 // for the identity (the activation of a member the attempt gave up on).
 func (s *attemptSender) RequestFuture(pid *actor.PID, message any, timeout time.Duration) *actor.Future {
 	if s.over.Load() || time.Now().UnixNano() >= s.deadline {
+		s.log.Debug("cluster: an attempt that gave up sends nothing", slog.String("to", pid.String()),
+			slog.Bool("abandoned", s.over.Load()))
 		return actor.NewFuture(s.ActorSystem(), 0)
 	}
 	return s.SenderContext.RequestFuture(pid, message, timeout)

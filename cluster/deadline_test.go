@@ -37,7 +37,7 @@ func TestAttemptSenderSendsOnlyWhileTheAttemptIsOn(t *testing.T) {
 	wire := envelope.Wrap(&deadlinePing{N: 1})
 	dl := time.Now().Add(time.Minute)
 
-	s, msg := cluster.NewAttemptSender(sys.Root, wire, dl)
+	s, msg := cluster.NewAttemptSender(sys.Root, slog.Default(), wire, dl)
 	m, ok := msg.(*envelope.Msg)
 	if !ok || m == wire || m.Deadline != dl.UnixNano() || m.V != wire.V || wire.Deadline != 0 {
 		t.Fatalf("attempt message %+v from %+v: want a copy with deadline %d, the original untouched", msg, wire, dl.UnixNano())
@@ -64,12 +64,12 @@ func TestAttemptSenderSendsOnlyWhileTheAttemptIsOn(t *testing.T) {
 	}
 	s.End()
 	refused(s, "after the attempt ended")
-	past, _ := cluster.NewAttemptSender(sys.Root, wire, time.Now().Add(-time.Millisecond))
+	past, _ := cluster.NewAttemptSender(sys.Root, slog.Default(), wire, time.Now().Add(-time.Millisecond))
 	refused(past, "past the deadline")
 
 	// A protobuf message (no envelope) is sent as it is, without a deadline.
 	proto := &pcluster.ClusterIdentity{Identity: "x", Kind: "k"}
-	if _, msg := cluster.NewAttemptSender(sys.Root, proto, dl); msg != proto {
+	if _, msg := cluster.NewAttemptSender(sys.Root, slog.Default(), proto, dl); msg != proto {
 		t.Fatalf("a protobuf message became %T", msg)
 	}
 }

@@ -184,7 +184,7 @@ func (n *Node) attempt(ctx context.Context, identity, kind string, wire any) (v 
 // (cluster/deadline.go).
 func (n *Node) attemptRemote(ctx context.Context, identity, kind, target string, wire any, timeout time.Duration) (v any, retry bool, err error) {
 	lost := n.memberLost()
-	sender, msg := newAttemptSender(n.system.Root, wire, time.Now().Add(timeout))
+	sender, msg := newAttemptSender(n.system.Root, n.log, wire, time.Now().Add(timeout))
 	defer sender.end()
 	t := getTimer(timeout)
 	defer putTimer(t)
