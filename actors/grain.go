@@ -33,9 +33,10 @@ type GrainDeps struct {
 	// MayActivate, if set, is asked before an activation claims its match;
 	// an error refuses the activation (the request is answered Unavailable
 	// and retried by the caller, which finds another member once views
-	// settle). matchd refuses while it drains, after it was evicted, and
-	// right after the process was stalled: a claim then would only steal
-	// the match from its live owner (docs/operations.md §3).
+	// settle). matchd passes cluster.ActivationGate's, which refuses while
+	// the member starts or drains, after it was evicted, and right after the
+	// process was stalled: a claim then would only steal the match from its
+	// live owner (docs/operations.md §3).
 	MayActivate func() error
 	// Owns, if set, reports whether this member owns matchID in its current
 	// view of the cluster. An activation on a member that does not own its
