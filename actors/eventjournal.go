@@ -77,8 +77,23 @@ func (j *eventJournal) trim(keep int) {
 			return
 		}
 	}
-	j.data = j.data[:copy(j.data, rest)]
 	j.events = keep
+	// room is what the kept events and keep/4 more of their average size
+	// take: what the journal grows to before its next trim.
+	room := len(rest) + len(rest)/4
+	if cap(j.data) <= room+room/4 {
+		j.data = j.data[:copy(j.data, rest)]
+		return
+	}
+	// Oversized: append grows an array by a quarter to double at a time,
+	// and a trim in place would keep the largest it ever was for the rest
+	// of the match (BenchmarkEventJournalMemory: arrays half again as large
+	// as what they held, the journal being the largest part of a running
+	// match's heap). Moved to one of the right size instead: an allocation
+	// per keep/4 events at most.
+	data := make([]byte, len(rest), room)
+	copy(data, rest)
+	j.data = data
 }
 
 // nextEvent splits the first event's encoding off b; ok is false when b

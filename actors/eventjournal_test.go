@@ -132,6 +132,42 @@ func TestEventJournalTrimAndSince(t *testing.T) {
 	}
 }
 
+// TestEventJournalTrimReleasesRoom checks that a journal does not keep, for
+// the rest of its match, the array its largest events once grew it to: after
+// large events are trimmed away, what it holds is about what it keeps.
+func TestEventJournalTrimReleasesRoom(t *testing.T) {
+	var j eventJournal
+	j.reset(1)
+	next := int64(1)
+	cards := make([]protocol.CardRef, 40)
+	for i := range cards {
+		cards[i] = protocol.CardRef{InstanceID: 100 + i, PrintingID: "E-01"}
+	}
+	for range 20 { // large events: the array grows to hold them
+		ev := protocol.EventEnvelope{Seq: next, Event: &protocol.CardsDrawnEvent{Player: 1, Count: len(cards), Cards: cards}}
+		if err := j.add([]protocol.EventEnvelope{ev}); err != nil {
+			t.Fatalf("add: %v", err)
+		}
+		next++
+		j.trim(10)
+	}
+	grown := cap(j.data)
+	for range 40 { // small ones push them out
+		if err := j.add(toyEvents(next, 1)); err != nil {
+			t.Fatalf("add: %v", err)
+		}
+		next++
+		j.trim(10)
+	}
+	if j.events > 10+10/4 || j.first() < 21 {
+		t.Fatalf("%d events from %d held, want only small ones", j.events, j.first())
+	}
+	// Room for the slack's events and a size class's rounding, no more.
+	if limit := 2*len(j.data) + 64; cap(j.data) > limit {
+		t.Fatalf("%d bytes held in an array of %d (it had grown to %d), want at most %d", len(j.data), cap(j.data), grown, limit)
+	}
+}
+
 // BenchmarkEventJournalMemory reports the live heap of a grain's event
 // journal (B/journal) trimmed to the default resume window, over 300
 // random games of the real rules, each stopped after a seed-chosen number
