@@ -81,7 +81,7 @@ func (j *eventJournal) trim(keep int) {
 	// room is what the kept events and keep/4 more of their average size
 	// take: what the journal grows to before its next trim.
 	room := len(rest) + len(rest)/4
-	if cap(j.data) <= room+room/4 {
+	if cap(j.data) <= room+max(room/4, 512) { // a small journal's few bytes are not worth an allocation
 		j.data = j.data[:copy(j.data, rest)]
 		return
 	}
