@@ -30,6 +30,13 @@ type PostgresStore struct {
 	pool   *pgxpool.Pool
 	logger *slog.Logger
 	group  *groupCommitter // nil when group commit is off
+	// claims bounds the claims holding a pooled connection to the pool
+	// less the group-commit writers (nil: no bound, group commit off).
+	// pgxpool hands connections out in arrival order, so without it a
+	// herd of claims after a member's death (hundreds at once, each
+	// several round trips) queued every append of the member's running
+	// matches behind the whole herd.
+	claims chan struct{}
 	closed atomic.Bool
 	once   sync.Once
 	// unknownAppends counts appends whose outcome the database's absence
@@ -150,6 +157,7 @@ func OpenPostgres(ctx context.Context, url string, opts ...PostgresOption) (*Pos
 	s := &PostgresStore{pool: pool, logger: o.logger}
 	if o.group != nil {
 		s.group = newGroupCommitter(s, *o.group, o.observe)
+		s.claims = make(chan struct{}, int(cfg.MaxConns)-o.group.Writers)
 	}
 	return s, nil
 }
@@ -230,13 +238,22 @@ func (s *PostgresStore) insertMatch(ctx context.Context, matchID string, meta []
 // until commit; fenced writes need that lock too, so the snapshot and log
 // read after it (READ COMMITTED: each statement sees everything committed
 // before it) include every write the old epoch got acknowledged, and no
-// old-epoch write can commit after it.
+// old-epoch write can commit after it. With group commit on, claims beyond
+// the connections the writers leave wait for a turn before taking one.
 func (s *PostgresStore) Claim(ctx context.Context, matchID, owner string) (Recovery, error) {
 	if err := s.check("claim"); err != nil {
 		return Recovery{}, err
 	}
 	if err := checkID("match id", matchID); err != nil {
 		return Recovery{}, err
+	}
+	if s.claims != nil {
+		select {
+		case s.claims <- struct{}{}:
+			defer func() { <-s.claims }()
+		case <-ctx.Done():
+			return Recovery{}, fmt.Errorf("claim match %q: waiting for a connection: %w", matchID, ctx.Err())
+		}
 	}
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
