@@ -66,6 +66,7 @@ fuzz-smoke:
 	$(GO) test -run '^$$' -fuzz FuzzFrameReader -fuzztime $(FUZZTIME) ./protocol
 	$(GO) test -run '^$$' -fuzz FuzzUnmarshalState -fuzztime $(FUZZTIME) ./game
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./cluster/envelope
+	$(GO) test -run '^$$' -fuzz FuzzEnvelopeBytes -fuzztime $(FUZZTIME) ./cluster/envelope
 	$(GO) test -run '^$$' -fuzz FuzzParseNotice -fuzztime $(FUZZTIME) ./cluster
 	$(GO) test -run '^$$' -fuzz FuzzDecodeEmbedded -fuzztime $(FUZZTIME) ./persistence
 	$(GO) test -run '^$$' -fuzz FuzzTicketVerify -fuzztime $(FUZZTIME) ./edge

@@ -33,9 +33,10 @@ type GrainDeps struct {
 	// MayActivate, if set, is asked before an activation claims its match;
 	// an error refuses the activation (the request is answered Unavailable
 	// and retried by the caller, which finds another member once views
-	// settle). matchd refuses while it drains, after it was evicted, and
-	// right after the process was stalled: a claim then would only steal
-	// the match from its live owner (docs/operations.md §3).
+	// settle). matchd passes cluster.ActivationGate's, which refuses while
+	// the member starts or drains, after it was evicted, and right after the
+	// process was stalled: a claim then would only steal the match from its
+	// live owner (docs/operations.md §3).
 	MayActivate func() error
 	// Owns, if set, reports whether this member owns matchID in its current
 	// view of the cluster. An activation on a member that does not own its
@@ -57,6 +58,12 @@ type GrainDeps struct {
 	// back are still in memory.
 	SpectatorDelayEvents int
 	SpectatorDelay       time.Duration
+	// MaxClockSkew is how far this member's wall clock may run ahead of
+	// another member's before the deadlines of that member's requests
+	// (envelope.Msg.Deadline) are checked too early: a request is dropped
+	// only once it is more than MaxClockSkew past its deadline by this
+	// member's clock. Default DefaultMaxClockSkew.
+	MaxClockSkew time.Duration
 
 	// storeDeadline gives store calls their StoreTimeout; NewMatchKind sets
 	// it. The calls of one tick share a context (internal/deadline): a
@@ -111,9 +118,19 @@ func (deps GrainDeps) prepare() (*GrainDeps, error) {
 	if deps.StoreTimeout <= 0 {
 		deps.StoreTimeout = 5 * time.Second
 	}
+	switch {
+	case deps.MaxClockSkew < 0:
+		return nil, fmt.Errorf("max-clock-skew is %v, must not be negative", deps.MaxClockSkew)
+	case deps.MaxClockSkew == 0:
+		deps.MaxClockSkew = DefaultMaxClockSkew
+	}
 	deps.storeDeadline = deadline.New(context.Background(), deps.StoreTimeout)
 	return &deps, nil
 }
+
+// DefaultMaxClockSkew is GrainDeps.MaxClockSkew's default: what
+// docs/operations.md §10 asks of the members' clocks.
+const DefaultMaxClockSkew = time.Second
 
 // grainDispatcher runs every match grain's mailbox of this process; the
 // throughput is protoactor's default. At most 256 goroutines of a few KiB
@@ -131,27 +148,72 @@ type grain struct {
 	deps  *GrainDeps
 	core  *Core
 	timer *time.Timer
+	// id is the match, known from ClusterInit; active says the core was
+	// activated, which waits for the first live request (Receive).
+	id     string
+	active bool
 }
 
 // Receive implements actor.Actor.
+//
+// The core is activated (its match claimed) at the first request whose
+// sender still waits for it, not at ClusterInit. protoactor spawns the
+// activation when a member's placement actor reads an activation request,
+// which carries no deadline: a member that was frozen reads the ones
+// queued in its sockets when it wakes, long after their senders gave up on
+// it and went to the match's new owner, and claiming then would take the
+// match from that owner (docs/operations.md §3). The request that follows
+// an activation request carries its deadline (cluster.Node.Request), and
+// the sender does not send it at all once it gave up. Every activation
+// comes with a request (an attach, an intent, a wake), so a live one
+// claims at once, as before.
 func (g *grain) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *pcluster.ClusterInit:
-		g.carryOut(ctx, g.core.Activate(m.Identity.Identity))
+		g.id = m.Identity.Identity
+		return
+	case *envelope.Msg:
+		if m.Deadline != 0 && m.Expired(g.deps.Now(), g.deps.MaxClockSkew) {
+			g.dropExpired(m)
+			return
+		}
+		if !g.active {
+			g.active = true
+			g.carryOut(ctx, g.core.Activate(g.id))
+			g.carryOut(ctx, g.core.Advance())
+		}
+		g.carryOut(ctx, g.core.Handle(m.V))
 	case *tick:
+		if !g.active {
+			return // an earlier incarnation's timer (a restart after a panic)
+		}
 		g.carryOut(ctx, g.core.Tick())
 	case *actor.ReceiveTimeout:
+		if !g.active {
+			return
+		}
 		g.carryOut(ctx, g.core.Idle())
 	case *actor.Stopping:
 		g.stopTimer()
 		g.core.Stopped()
 		return
-	case *envelope.Msg:
-		g.carryOut(ctx, g.core.Handle(m.V))
 	default:
 		return
 	}
 	g.carryOut(ctx, g.core.Advance())
+}
+
+// dropExpired drops a request whose sender stopped waiting for it: no
+// answer (nobody waits for one), no activation, no change. Out of line:
+// rare, and its logging would grow Receive's frame.
+//
+//go:noinline
+func (g *grain) dropExpired(m *envelope.Msg) {
+	if g.deps.Metrics != nil {
+		g.deps.Metrics.RequestsExpired.Inc()
+	}
+	g.deps.Logger.Debug("request dropped: its sender stopped waiting for it", "match", g.id, "type", m.Type,
+		"late", g.deps.Now().Sub(time.Unix(0, m.Deadline)).Round(time.Millisecond), "activated", g.active)
 }
 
 // carryOut does what a step of the core asked, in its order: first the

@@ -18,6 +18,7 @@ import (
 	mgcluster "github.com/matchgrain/matchgrain/cluster"
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/persistence/pgtest"
+	"github.com/matchgrain/matchgrain/persistence/storetest"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -51,18 +52,7 @@ var storeKinds = []struct {
 	name string
 	open func(t *testing.T) persistence.Store
 }{
-	{"embedded", func(t *testing.T) persistence.Store {
-		s, err := persistence.OpenEmbedded(t.TempDir())
-		if err != nil {
-			t.Fatalf("open embedded store: %v", err)
-		}
-		t.Cleanup(func() {
-			if err := s.Close(); err != nil {
-				t.Errorf("close store: %v", err)
-			}
-		})
-		return s
-	}},
+	{"embedded", func(t *testing.T) persistence.Store { return storetest.Embedded(t) }},
 	{"postgres", func(t *testing.T) persistence.Store { return pgtest.NewStore(t) }},
 }
 

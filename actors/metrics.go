@@ -35,6 +35,10 @@ type Metrics struct {
 	JournalRebuilds prometheus.Counter
 	// Halts counts activations that stopped for good, by HaltReason.
 	Halts *prometheus.CounterVec
+	// RequestsExpired counts requests from other members dropped because
+	// their sender had stopped waiting for them (envelope.Msg.Expired):
+	// read late by a member that was frozen, starved or cut off.
+	RequestsExpired prometheus.Counter
 
 	mu        sync.Mutex
 	takeovers []Takeover // ring, newest last
@@ -137,6 +141,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "matchgrain_grain_halts_total",
 			Help: "Activations that stopped for good (fenced, superseded, an append with an unknown outcome, ...), by reason.",
 		}, []string{"reason"}),
+		RequestsExpired: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "matchgrain_grain_requests_expired_total",
+			Help: "Requests from other members dropped unanswered because their sender had stopped waiting (read late: a frozen, starved or cut-off member).",
+		}),
 	}
 	for r := HaltActivationRefused; int(r) < len(haltReasonNames); r++ {
 		m.Halts.WithLabelValues(r.String()) // the series exist at 0
@@ -145,7 +153,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Name: "matchgrain_store_fenced_writes_total", Help: "Writes of stale activations refused by the epoch fence.",
 	}, func() float64 { return float64(m.fenced.Load()) })
 	for _, c := range []prometheus.Collector{m.ActiveGrains, m.IntentsAccepted, m.IntentsRejected,
-		m.Appends, m.AppendErrors, m.AppendSeconds, m.AppendDuration, m.JournalRebuilds, m.Halts, fenced} {
+		m.Appends, m.AppendErrors, m.AppendSeconds, m.AppendDuration, m.JournalRebuilds, m.Halts, m.RequestsExpired, fenced} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register grain metrics: %w", err)
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/matchgrain/matchgrain/persistence"
+	"github.com/matchgrain/matchgrain/persistence/storetest"
 )
 
 // versionedToy is the toy engine under a rules version.
@@ -22,11 +22,7 @@ func (r versionedToy) Version() string { return r.v }
 // activate on a member running v2; the refusal names both versions, and
 // nothing is written to the match's log. A member running v1 again plays it.
 func TestGrainRefusesOtherRulesVersion(t *testing.T) {
-	store, err := persistence.OpenEmbedded(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
+	store := storetest.Embedded(t)
 	v1 := startTestNodeRules(t, fastTiming(), store, versionedToy{v: "toy/1"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/matchgrain/matchgrain/persistence"
+	"github.com/matchgrain/matchgrain/persistence/storetest"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -783,11 +784,7 @@ func TestGrainGuestNameAndHeldClockSurviveReactivation(t *testing.T) {
 // for the caller to retry quickly while the views differ; any other stopped
 // activation answers only that the match is moving.
 func TestRefusalByViewIsMarked(t *testing.T) {
-	store, err := persistence.OpenEmbedded(t.TempDir())
-	if err != nil {
-		t.Fatalf("open embedded store: %v", err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
+	store := storetest.Embedded(t)
 	var owns atomic.Bool
 	cores, err := NewCores(GrainDeps{
 		Store: store, Rules: GameRules{}, Timing: DefaultTiming(), Owner: func() string { return "m1" },

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/matchgrain/matchgrain/persistence"
+	"github.com/matchgrain/matchgrain/persistence/storetest"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -64,11 +65,7 @@ func lastSeen(frames []protocol.ServerFrame) int64 {
 // ticks) with the real game rules.
 func startBotMatch(t testing.TB, maxSpectators int, tune ...func(*GrainDeps)) *coreRun {
 	t.Helper()
-	store, err := persistence.OpenEmbedded(t.TempDir())
-	if err != nil {
-		t.Fatalf("open embedded store: %v", err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
+	store := storetest.Embedded(t)
 	r := &coreRun{t: t, store: store, now: time.UnixMilli(1_767_225_600_000), got: map[string][]protocol.ServerFrame{},
 		raw: map[string][][]byte{}}
 	timing := DefaultTiming()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/matchgrain/matchgrain/persistence"
+	"github.com/matchgrain/matchgrain/persistence/storetest"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -83,11 +84,7 @@ func resultsIn(t *testing.T, rd Ready) []*protocol.ServerIntentResult {
 // timed out (it landed later) halts the activation without acknowledging
 // the intent, which the next activation then answers as a duplicate.
 func TestCoreStoreAnswersAreInputs(t *testing.T) {
-	store, err := persistence.OpenEmbedded(t.TempDir())
-	if err != nil {
-		t.Fatalf("open embedded store: %v", err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
+	store := storetest.Embedded(t)
 	now := time.UnixMilli(1_700_000_000_000)
 	cores, err := NewCores(GrainDeps{Store: store, Rules: ToyRules{Turns: 12}, Timing: DefaultTiming(),
 		Owner: func() string { return "m1" }, Now: func() time.Time { return now }, Logger: slog.New(slog.DiscardHandler)})

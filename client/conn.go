@@ -85,6 +85,8 @@ func CloseCodeFor(code protocol.ErrorCode) int {
 		return protocol.CloseReplaced
 	case protocol.ErrorMatchFinished:
 		return protocol.CloseNormal
+	case protocol.ErrorSpectatorsFull:
+		return protocol.CloseSpectatorsFull
 	default:
 		return protocol.CloseInternal
 	}

@@ -81,6 +81,13 @@ var (
 	// ErrRejected: the server refused the session for good (unsupported
 	// version or protocol violation).
 	ErrRejected = errors.New("client: rejected by the server")
+	// ErrSpectatorsFull: the match has as many spectators as it allows
+	// (close 4429, docs/protocol.md §14.7). A session refused so on its
+	// first connection ends at once; one that was watching keeps trying
+	// per Backoff (its own lost connection may hold the place until the
+	// server notices it is gone) and ends with ErrGaveUp wrapping this.
+	// A caller shows it and may start a new session later.
+	ErrSpectatorsFull = errors.New("client: the match has as many spectators as it allows")
 )
 
 // Session is a reconnecting protocol session for one seat. It performs the
@@ -193,8 +200,8 @@ func (s *Session) Frames() <-chan protocol.ServerFrame { return s.frames }
 func (s *Session) Done() <-chan struct{} { return s.done }
 
 // Err is why the session ended: nil after Leave, ErrClosed after Close,
-// ErrReplaced, ErrGaveUp or ErrRejected (wrapping the last error), or the
-// context's error.
+// ErrReplaced, ErrGaveUp, ErrRejected or ErrSpectatorsFull (wrapping the
+// last error), or the context's error.
 func (s *Session) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -440,8 +447,17 @@ func (s *Session) connect(attempt int) (*Conn, error) {
 			return conn, nil
 		}
 		last = err
-		if fatal(err) || s.ctx.Err() != nil {
+		if s.ctx.Err() != nil {
 			return nil, err
+		}
+		if final := finalError(err); final != nil {
+			if !errors.Is(final, ErrSpectatorsFull) || !s.admitted() {
+				return nil, final
+			}
+			// A session that was watching may be refused because of its
+			// own lost connection, which the match counts until the
+			// server notices it is gone: that is a failed attempt.
+			last = final
 		}
 		s.log.Info("client: connection attempt failed", "attempt", attempt+1, "err", err)
 	}
@@ -462,13 +478,31 @@ func (s *Session) nextAddr() string {
 	return s.cfg.Fallback[n-1]
 }
 
-// fatal reports errors that a new attempt cannot cure.
-func fatal(err error) bool {
+// finalError is the session's error for a connection that ended in a way
+// a new attempt cannot cure (close 4409, 4410, 4400, 4429), wrapping err;
+// nil when the session should reconnect.
+func finalError(err error) error {
 	var ce *CloseError
 	if !errors.As(err, &ce) {
-		return false
+		return nil
 	}
-	return ce.Code == protocol.CloseUnsupportedVersion || ce.Code == protocol.CloseProtocolViolation
+	switch ce.Code {
+	case protocol.CloseReplaced:
+		return fmt.Errorf("%w: %w", ErrReplaced, err)
+	case protocol.CloseUnsupportedVersion, protocol.CloseProtocolViolation:
+		return fmt.Errorf("%w: %w", ErrRejected, err)
+	case protocol.CloseSpectatorsFull:
+		return fmt.Errorf("%w: %w", ErrSpectatorsFull, err)
+	}
+	return nil
+}
+
+// admitted reports whether a connection of this session has completed its
+// handshake.
+func (s *Session) admitted() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seat >= 0
 }
 
 // attempt dials, says hello and reads ServerHello.
@@ -558,27 +592,20 @@ func (s *Session) run(conn *Conn) {
 		leaving := s.leaving
 		s.mu.Unlock()
 		_ = conn.Close() // already ended
-		var ce *CloseError
-		switch {
+		switch final := finalError(err); {
 		case s.ctx.Err() != nil:
 			s.finish(fmt.Errorf("client: %w", s.ctx.Err()))
 			return
 		case leaving:
 			s.finish(nil)
 			return
-		case errors.As(err, &ce) && ce.Code == protocol.CloseReplaced:
-			s.finish(fmt.Errorf("%w: %w", ErrReplaced, err))
-			return
-		case fatal(err):
-			s.finish(fmt.Errorf("%w: %w", ErrRejected, err))
+		case final != nil:
+			s.finish(final)
 			return
 		}
 		s.log.Info("client: connection lost; reconnecting", "err", err)
 		next, cerr := s.connect(0)
 		if cerr != nil {
-			if fatal(cerr) {
-				cerr = fmt.Errorf("%w: %w", ErrRejected, cerr)
-			}
 			s.finish(cerr)
 			return
 		}

@@ -7,3 +7,12 @@ func (n *Node) RepliesInFlight() int {
 	defer n.replies.mu.Unlock()
 	return len(n.replies.m)
 }
+
+// AttemptSender is attemptSender, for the deadline tests.
+type AttemptSender = attemptSender
+
+// NewAttemptSender is newAttemptSender, for the deadline tests.
+var NewAttemptSender = newAttemptSender
+
+// End is attemptSender.end, for the deadline tests.
+func (s *attemptSender) End() { s.end() }

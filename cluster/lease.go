@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -44,6 +45,26 @@ func (l *Leases) Page(records []LeaseRecord) {
 	l.mu.Lock()
 	l.last = m
 	l.mu.Unlock()
+}
+
+// ReclaimList makes the reclaimer's List (ReclaimerConfig.List) from a
+// store's listing of T, whose lease record record reads: each page goes to
+// l.Page before its identities are returned, so that l.Held, the
+// reclaimer's Leased, judges by the page List just read. A listing's error
+// is returned with whatever page came with it.
+func ReclaimList[T any](l *Leases, list func(ctx context.Context, after string, limit int) ([]T, error),
+	record func(T) LeaseRecord) func(ctx context.Context, after string, limit int) ([]string, error) {
+	return func(ctx context.Context, after string, limit int) ([]string, error) {
+		page, err := list(ctx, after, limit)
+		records := make([]LeaseRecord, len(page))
+		ids := make([]string, len(page))
+		for i, v := range page {
+			records[i] = record(v)
+			ids[i] = records[i].Identity
+		}
+		l.Page(records)
+		return ids, err
+	}
 }
 
 // Held reports whether another member in this member's view wrote identity

@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"context"
+	"errors"
+	"slices"
 	"testing"
 	"time"
 )
@@ -39,5 +42,49 @@ func TestLeasesHeld(t *testing.T) {
 	l.Page([]LeaseRecord{{Identity: "other", Owner: "peer", Age: time.Second}})
 	if l.Held("fresh-peer") || !l.Held("other") {
 		t.Error("Held judged by a page that was replaced")
+	}
+}
+
+// TestReclaimList: the reclaimer's List returns the listing's identities in
+// its order and hands the same page to Held; an error comes back with its
+// page.
+func TestReclaimList(t *testing.T) {
+	type row struct {
+		id, owner string
+		age       time.Duration
+	}
+	view := []Member{{ID: "self"}, {ID: "peer"}}
+	l := &Leases{lease: 15 * time.Second, self: func() string { return "self" }, members: func() []Member { return view }}
+	var pages [][]row
+	var errs []error
+	listing := func(_ context.Context, after string, limit int) ([]row, error) {
+		if after != "b" || limit != 2 {
+			t.Errorf("listing asked for after %q, limit %d; want the caller's b and 2", after, limit)
+		}
+		p, err := pages[0], errs[0]
+		pages, errs = pages[1:], errs[1:]
+		return p, err
+	}
+	list := ReclaimList(l, listing, func(r row) LeaseRecord { return LeaseRecord{Identity: r.id, Owner: r.owner, Age: r.age} })
+
+	pages = append(pages, []row{{"c", "peer", time.Second}, {"d", "crashed", time.Second}})
+	errs = append(errs, nil)
+	ids, err := list(context.Background(), "b", 2)
+	if err != nil || !slices.Equal(ids, []string{"c", "d"}) {
+		t.Fatalf("List = %v, %v; want [c d], nil", ids, err)
+	}
+	if !l.Held("c") || l.Held("d") {
+		t.Fatalf("Held(c) %v, Held(d) %v; want the page's verdicts true, false", l.Held("c"), l.Held("d"))
+	}
+
+	failed := errors.New("store down")
+	pages = append(pages, nil)
+	errs = append(errs, failed)
+	ids, err = list(context.Background(), "b", 2)
+	if !errors.Is(err, failed) || len(ids) != 0 {
+		t.Fatalf("List = %v, %v; want nothing and the listing's error", ids, err)
+	}
+	if l.Held("c") {
+		t.Fatal("Held judged by the page before a failed listing")
 	}
 }

@@ -7,7 +7,7 @@ import cmap "github.com/orcaman/concurrent-map"
 // maps. A member holds a process per running match and per seat, so at a
 // few thousand of them nearly every process sits alone in a map of its own
 // (a slot group of about 300 bytes for one entry), and the 32,768 shard
-// headers cost 2.5 MB before the first one (measured: docs/performance.md,
+// headers cost 2.5 MB before the first one (measured: docs/performance.md's history,
 // "Round of 2026-12-03, last"). One shard per bucket keeps the 1,024 locks
 // protoactor spreads its registry over and packs the entries into 1,024
 // maps.

@@ -149,7 +149,7 @@ func (n *Node) retryWait(attempts, refused int, lastErr error) time.Duration {
 
 // attempt runs one protoactor Request. protoactor's call cannot be cancelled
 // (and resolving a PID alone may block 5 s), so it runs in its own goroutine,
-// bounded by RequestTimeout plus that resolve, and is abandoned when ctx ends
+// bounded by RequestTimeout (the deadline it carries), and is abandoned when ctx ends
 // or when the member it went to leaves the topology (its answer would never
 // come; only then is the message re-sent, so healthy members do not see
 // duplicates at every topology change).
@@ -180,15 +180,22 @@ func (n *Node) attempt(ctx context.Context, identity, kind string, wire any) (v 
 }
 
 // attemptRemote is attempt through protoactor's Request, to target.
+// The attempt carries its deadline, its start plus timeout, and ends then
+// (cluster/deadline.go).
 func (n *Node) attemptRemote(ctx context.Context, identity, kind, target string, wire any, timeout time.Duration) (v any, retry bool, err error) {
 	lost := n.memberLost()
+	sender, msg := newAttemptSender(n.system.Root, n.log, wire, time.Now().Add(timeout))
+	defer sender.end()
+	t := getTimer(timeout)
+	defer putTimer(t)
 	done := make(chan reply, 1)
 	go func() {
-		resp, err := n.c.Request(identity, kind, wire,
+		resp, err := n.c.Request(identity, kind, msg,
 			pcluster.WithTimeout(timeout),
 			pcluster.WithRetryCount(innerRetries),
 			// protoactor's own backoff is nanoseconds; ours runs between attempts.
-			pcluster.WithRetryAction(func(i int) int { return i + 1 }))
+			pcluster.WithRetryAction(func(i int) int { return i + 1 }),
+			pcluster.WithContext(sender))
 		done <- reply{resp, err}
 	}()
 	for {
@@ -198,6 +205,10 @@ func (n *Node) attemptRemote(ctx context.Context, identity, kind, target string,
 				return nil, true, r.err
 			}
 			return n.unwrapReply(identity, kind, r.v)
+		case <-t.C:
+			// The receiver drops the message from now on (give or take
+			// the clock skew): waiting longer would be for nothing.
+			return n.attemptExpired(identity, kind)
 		case <-lost:
 			if n.hasMember(target) {
 				lost = n.memberLost()
@@ -277,6 +288,17 @@ func putTimer(t *time.Timer) {
 func (n *Node) localFailed(identity, kind string, cause error) (any, bool, error) {
 	n.c.PidCache.Remove(identity, kind)
 	return nil, true, fmt.Errorf("cluster: grain %s/%s: %w", kind, identity, cause)
+}
+
+// attemptExpired drops the cached PID of a grain that did not answer
+// before the attempt's deadline. The error is a deadline's, as protoactor's
+// own timeout was: when the caller's ctx set the deadline, Request reports
+// the failure before it instead. Out of line, like localFailed.
+//
+//go:noinline
+func (n *Node) attemptExpired(identity, kind string) (any, bool, error) {
+	n.c.PidCache.Remove(identity, kind)
+	return nil, true, fmt.Errorf("cluster: grain %s/%s: no answer by the attempt's deadline: %w", kind, identity, context.DeadlineExceeded)
 }
 
 // memberLostError is kept out of line for the same reason as localFailed.

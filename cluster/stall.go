@@ -11,9 +11,11 @@ import (
 // have evicted it, or its own probes timed out meanwhile and it is about to
 // declare them dead. In either view it owns identities that now live
 // elsewhere, and requests queued in its sockets during the stall arrive at
-// once. For a quarantine after a stall it should therefore neither reclaim
-// nor activate anything; by then the eviction notice has arrived (and the
-// process exits) or the view has settled.
+// once (those its senders gave up on claim nothing: they carry their
+// deadline, cluster/deadline.go, which works whether or not the stall is
+// noticed here). For a quarantine after a stall it should therefore neither
+// reclaim nor activate anything; by then the eviction notice has arrived
+// (and the process exits) or the view has settled.
 //
 // The threshold follows the failure detector (FailureDetection.stallThreshold):
 // any stall long enough for peers to declare this member dead is longer than

@@ -66,6 +66,8 @@ PGHA_LISTEN="${PGHA_LISTEN:-127.0.0.1}"
 PGHA_CLIENTS="${PGHA_CLIENTS:-$PGHA_LISTEN/32}"
 PGHA_FAST_FAILOVER="${PGHA_FAST_FAILOVER:-1}"
 readonly NODES=(node1 node2)
+# shellcheck source=deploy/pg-common.sh
+source "$(dirname "$(readlink -f "$0")")/pg-common.sh"
 
 log() { printf 'pg-ha: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
@@ -339,30 +341,11 @@ stop_dir() {
 	rm -rf -- "$DIR"
 }
 
-make_dir() {
-	local dir
-	dir="$(mktemp -d "${TMPDIR:-/tmp}/matchgrain-pgha.XXXXXX")"
-	touch "$dir/$MARKER"
-	mkdir -p "$dir/sock" "$dir/xdg/config" "$dir/xdg/data" "$dir/xdg/run"
-	chmod 700 "$dir/xdg/run"
-	echo "$PGHA_LISTEN" >"$dir/listen"
-	if [[ $EUID -eq 0 ]]; then
-		chown -R postgres: "$dir"
-		if ! runuser -u postgres -- test -w "$dir"; then
-			rm -rf -- "$dir"
-			die "user postgres cannot reach $dir; set TMPDIR to a directory it can traverse"
-		fi
-	fi
-	echo "$dir"
-}
-
-start_watchdog() {
-	local pid="$1" dir="$2"
-	# shellcheck disable=SC2016 # $1..$3 belong to the inner script.
-	setsid bash -c '
-		while kill -0 "$1" 2>/dev/null && [[ -d "$2" ]]; do sleep 1; done
-		exec "$3" stop "$2"
-	' pg-ha-watchdog "$pid" "$dir" "$(readlink -f "$0")" </dev/null >/dev/null 2>&1 &
+# prepare_dir DIR (pg-common.sh's make_dir): pg_autoctl's state and the
+# address the formation listens on.
+prepare_dir() {
+	chmod 700 "$1/xdg/run"
+	echo "$PGHA_LISTEN" >"$1/listen"
 }
 
 database_url() {
@@ -392,22 +375,11 @@ start_all() {
 }
 
 cmd_start() {
-	local fast=0 stop_with=""
-	while (($#)); do
-		case "$1" in
-		--fast) fast=1 ;;
-		--stop-with)
-			[[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || die "--stop-with needs a process id"
-			stop_with="$2"
-			shift
-			;;
-		*) die "start: unknown argument $1" ;;
-		esac
-		shift
-	done
+	start_args "$@"
+	local fast=$start_fast stop_with=$start_stop_with
 	ensure_binaries
-	DIR="$(make_dir)"
-	[[ -n "$stop_with" ]] && start_watchdog "$stop_with" "$DIR"
+	DIR="$(make_dir matchgrain-pgha xdg/config xdg/data xdg/run)"
+	[[ -n "$stop_with" ]] && start_watchdog pg-ha-watchdog "$stop_with" "$DIR"
 	local began=$SECONDS
 	if ! (cd "$DIR" && start_all "$fast"); then
 		stop_dir "$DIR"
@@ -437,17 +409,7 @@ cmd_run() {
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 	log "running: $*"
-	# In the background, so that a TERM reaches CMD at once (pg-throwaway.sh).
-	"$@" <&0 &
-	child=$!
-	trap 'kill -TERM "$child" 2>/dev/null || true' INT TERM
-	local status
-	while :; do
-		status=0
-		wait "$child" || status=$?
-		kill -0 "$child" 2>/dev/null || break
-	done
-	exit "$status"
+	run_child "$@"
 }
 
 cmd_kill() {

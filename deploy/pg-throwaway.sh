@@ -33,6 +33,8 @@ set -euo pipefail
 readonly MARKER=".matchgrain-pg-throwaway"
 PG_BIN="${PG_BIN:-/usr/lib/postgresql/15/bin}"
 PG_START_TIMEOUT="${PG_START_TIMEOUT:-30}"
+# shellcheck source=deploy/pg-common.sh
+source "$(dirname "$(readlink -f "$0")")/pg-common.sh"
 
 log() { printf 'pg-throwaway: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
@@ -152,55 +154,17 @@ stop_dir() {
 	rm -rf -- "$dir"
 }
 
-make_dir() {
-	local dir
-	dir="$(mktemp -d "${TMPDIR:-/tmp}/matchgrain-pg.XXXXXX")"
-	touch "$dir/$MARKER"
-	mkdir "$dir/sock"
-	if [[ $EUID -eq 0 ]]; then
-		chown -R postgres: "$dir"
-		# The postgres user must reach $dir through its parents too.
-		if ! runuser -u postgres -- test -w "$dir"; then
-			rm -rf -- "$dir"
-			die "user postgres cannot reach $dir; set TMPDIR to a directory it can traverse"
-		fi
-	fi
-	echo "$dir"
-}
-
-# start_watchdog PID DIR: stop DIR's server once PID has exited.
-start_watchdog() {
-	local pid="$1" dir="$2"
-	# setsid and closed stdio: the watchdog must not keep the caller's pipes open.
-	# shellcheck disable=SC2016 # $1..$3 belong to the inner script.
-	setsid bash -c '
-		while kill -0 "$1" 2>/dev/null && [[ -d "$2" ]]; do sleep 1; done
-		exec "$3" stop "$2"
-	' pg-throwaway-watchdog "$pid" "$dir" "$(readlink -f "$0")" </dev/null >/dev/null 2>&1 &
-}
-
 cmd_start() {
-	local fast=0 stop_with=""
-	while (($#)); do
-		case "$1" in
-		--fast) fast=1 ;;
-		--stop-with)
-			[[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || die "--stop-with needs a process id"
-			stop_with="$2"
-			shift
-			;;
-		*) die "start: unknown argument $1" ;;
-		esac
-		shift
-	done
+	start_args "$@"
+	local fast=$start_fast stop_with=$start_stop_with
 	ensure_binaries
 	local dir port
-	dir="$(make_dir)"
+	dir="$(make_dir matchgrain-pg)"
 	if ! port="$(start_server "$dir" "$fast")"; then
 		stop_dir "$dir"
 		exit 1
 	fi
-	[[ -n "$stop_with" ]] && start_watchdog "$stop_with" "$dir"
+	[[ -n "$stop_with" ]] && start_watchdog pg-throwaway-watchdog "$stop_with" "$dir"
 	log "PostgreSQL on 127.0.0.1:$port, data in $dir$([[ $fast == 1 ]] && echo ' (fsync=off)')"
 	printf "export DATABASE_URL='postgres://postgres@127.0.0.1:%s/matchgrain?sslmode=disable'\n" "$port"
 	printf "export MATCHGRAIN_PG_DIR='%s'\n" "$dir"
@@ -219,7 +183,7 @@ cmd_run() {
 	(($#)) || die "run: no command given after --"
 	ensure_binaries
 	local dir port
-	dir="$(make_dir)"
+	dir="$(make_dir matchgrain-pg)"
 	# From here on the server must go away however we leave.
 	trap 'stop_dir "$dir"' EXIT
 	trap 'exit 130' INT
@@ -228,21 +192,7 @@ cmd_run() {
 	export DATABASE_URL="postgres://postgres@127.0.0.1:$port/matchgrain?sslmode=disable"
 	export MATCHGRAIN_PG_DIR="$dir"
 	log "PostgreSQL on 127.0.0.1:$port; running: $*"
-	# CMD runs in the background because bash runs traps only once a
-	# foreground child has exited: a TERM from a CI timeout is passed on to
-	# CMD at once, and the EXIT trap still cleans up. <&0 keeps our stdin,
-	# which a background job would otherwise lose.
-	"$@" <&0 &
-	child=$!
-	trap 'kill -TERM "$child" 2>/dev/null || true' INT TERM
-	local status
-	while :; do
-		status=0
-		wait "$child" || status=$?
-		# wait also returns when a trapped signal arrives; go on until CMD is gone.
-		kill -0 "$child" 2>/dev/null || break
-	done
-	exit "$status"
+	run_child "$@"
 }
 
 main() {

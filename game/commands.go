@@ -193,13 +193,9 @@ func (e *Engine) checkIntent(p int, in protocol.Intent) why {
 		if !ok {
 			return whyNoCard
 		}
-		dr := noDiscard
-		if v.DiscardPrintingID != nil {
-			d, ok := lookupPrinting(*v.DiscardPrintingID)
-			if !ok {
-				return whyNoDiscard
-			}
-			dr = int(d)
+		dr, ok := discardIndex(v.DiscardPrintingID)
+		if !ok {
+			return whyNoDiscard
 		}
 		return e.checkGuard(p, pr, dr)
 	case protocol.Intercept:
@@ -227,13 +223,9 @@ func (e *Engine) checkIntent(p int, in protocol.Intent) why {
 			return because("index %d outside 0..%d", v.Index, len(e.pend.options)-1)
 		}
 	case protocol.ActivateAbility:
-		dr := noDiscard
-		if v.DiscardPrintingID != nil {
-			d, ok := lookupPrinting(*v.DiscardPrintingID)
-			if !ok {
-				return whyNoDiscard
-			}
-			dr = int(d)
+		dr, ok := discardIndex(v.DiscardPrintingID)
+		if !ok {
+			return whyNoDiscard
 		}
 		return e.checkActivate(p, v.InstanceID, dr)
 	case protocol.EndTurn:
@@ -246,6 +238,16 @@ func (e *Engine) checkIntent(p int, in protocol.Intent) why {
 
 // noDiscard is "no discard printing" for the checks taking a printing index.
 const noDiscard = -1
+
+// discardIndex is the printing index of a command's optional discard
+// (noDiscard without one); false if it names no printing.
+func discardIndex(id *string) (int, bool) {
+	if id == nil {
+		return noDiscard, true
+	}
+	d, ok := lookupPrinting(*id)
+	return int(d), ok
+}
 
 func (e *Engine) checkMulligan(p int, idx []int) why {
 	if w := e.atStage(stMulliganWait); !w.ok() {

@@ -14,6 +14,7 @@ import (
 	"github.com/matchgrain/matchgrain/ops"
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/persistence/pgtest"
+	"github.com/matchgrain/matchgrain/persistence/storetest"
 	"github.com/matchgrain/matchgrain/protocol"
 )
 
@@ -190,11 +191,7 @@ func TestPublicReplays(t *testing.T) {
 // TestPublicLive lists the running matches whose grain answered, with what
 // a spectator may know, and not a finished or silent one.
 func TestPublicLive(t *testing.T) {
-	store, err := persistence.OpenEmbedded(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
+	store := storetest.Embedded(t)
 	for _, id := range []string{"a", "b", "c"} {
 		if err := store.CreateMatch(context.Background(), id, []byte("meta")); err != nil {
 			t.Fatal(err)

@@ -5,8 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"sort"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/matchgrain/matchgrain/actors"
 	"github.com/matchgrain/matchgrain/cluster"
@@ -100,26 +101,24 @@ func (a *api) live(ctx context.Context, max int) (out []MatchEntry, truncated bo
 	}
 	// Ask the grains in parallel, a few at a time, each briefly: a match
 	// that is moving shows its store row and the error.
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
+	var g errgroup.Group
+	g.SetLimit(8)
 	for i := range out {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(e *MatchEntry) {
-			defer wg.Done()
-			defer func() { <-sem }()
+		e := &out[i]
+		g.Go(func() error {
 			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
 			st, err := a.Status(sctx, e.MatchID)
 			if err != nil {
-				e.Error = err.Error()
-				return
+				e.Error = err.Error() // shown with the match's row, not a failure of the list
+				return nil
 			}
 			e.Status = st
 			e.Owner, e.Epoch = st.Owner, st.Epoch
-		}(&out[i])
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	return out, truncated, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/matchgrain/matchgrain/cluster"
 	"github.com/matchgrain/matchgrain/ops"
 	"github.com/matchgrain/matchgrain/persistence"
+	"github.com/matchgrain/matchgrain/persistence/storetest"
 )
 
 // node is a member alone in its view.
@@ -41,11 +42,7 @@ func get(t *testing.T, h http.Handler, path string) (int, map[string]any) {
 // it; a store that cannot read one says so; unknown paths answer the edge's
 // JSON 404.
 func TestHandler(t *testing.T) {
-	store, err := persistence.OpenEmbedded(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
+	store := storetest.Embedded(t)
 	ctx := context.Background()
 	for _, id := range []string{"a", "b"} {
 		if err := store.CreateMatch(ctx, id, []byte("meta")); err != nil {

@@ -24,7 +24,8 @@ import (
 //
 // Against a server that sends no Decision events (an older one, or a test
 // engine), the bot falls back to asking for a snapshot after every batch,
-// every result of its own and every resumed hello, and acts on those.
+// every result of its own that no batch follows, and every resumed hello,
+// and acts on those.
 //
 // The bot acts only while no intent of its own is pending and once its
 // Board has reached the eventSeq of its last accepted intent, so it never
@@ -54,6 +55,12 @@ type bot struct {
 	intents   int
 	rejected  int
 	snapshots int // snapshots this bot asked for
+
+	// handledSeq is the eventSeq of the last snapshot or events frame this
+	// bot has handled. The session's own seq runs ahead of it (its reader
+	// takes in frames the bot has not read yet), so only this one says
+	// which events a result still announces.
+	handledSeq int64
 }
 
 // minStallAfter: after this long without progress a bot asks for a
@@ -277,8 +284,10 @@ func (b *bot) handle(f protocol.ServerFrame) bool {
 			b.resync()
 		}
 	case *protocol.ServerSnapshot:
+		b.handledSeq = f.View.EventSeq
 		return b.onSnapshot(&f.View)
 	case *protocol.ServerEvents:
+		b.handledSeq = max(b.handledSeq, f.ToSeq)
 		for _, e := range f.Events {
 			if b.narrate && b.logf != nil {
 				if line := describe(e); line != "" {
@@ -327,6 +336,15 @@ func (b *bot) handle(f protocol.ServerFrame) bool {
 			}
 		}
 		if b.legacy() {
+			if f.EventSeq > b.handledSeq {
+				// The result comes ahead of its batch: the batch's frame
+				// resyncs if the server is still without Decision events.
+				// Deciding on legacy() now would race the session's
+				// reader, which may or may not have taken in the batch's
+				// Decision yet (the first intent of a match asked for a
+				// snapshot or not by timing alone).
+				return false
+			}
 			b.resync() // an intent may change the state without an event there
 			return false
 		}

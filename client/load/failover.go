@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/matchgrain/matchgrain/client"
 	"github.com/matchgrain/matchgrain/client/bots"
 	"github.com/matchgrain/matchgrain/protocol"
@@ -487,8 +489,8 @@ func memberIDs(ctx context.Context, servers []string, token string) ([]string, e
 func matchOwners(ctx context.Context, server, token string, slots []*failoverSlot) ([]string, error) {
 	owners := make([]string, len(slots))
 	errs := make([]error, len(slots))
-	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(8)
 	for i, sl := range slots {
 		sl.mu.Lock()
 		id := sl.matchID
@@ -496,19 +498,16 @@ func matchOwners(ctx context.Context, server, token string, slots []*failoverSlo
 		if id == "" {
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			var mi struct {
 				Owner string `json:"owner"`
 			}
 			errs[i] = getJSON(ctx, http.DefaultClient, server+"/api/admin/matches/"+url.PathEscape(id), token, &mi)
 			owners[i] = mi.Owner
-		}()
+			return nil // every error is kept, not only the first
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("read match owners: %w", err)
 	}
@@ -604,8 +603,8 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // accepted at its eventSeq; anything else is lost.
 func resendCheck(ctx context.Context, admin *client.Admin, game string, affected []*failoverSlot) (lost, unchecked int) {
 	var nLost, nUnchecked atomic.Int64
-	sem := make(chan struct{}, 16)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(16)
 	for _, sl := range affected {
 		sl.mu.Lock()
 		id, a := sl.matchID, sl.lastAck
@@ -614,11 +613,7 @@ func resendCheck(ctx context.Context, admin *client.Admin, game string, affected
 			nUnchecked.Add(1)
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			res, err := resend(ctx, admin, game, id, a)
 			switch {
 			case err != nil:
@@ -626,9 +621,10 @@ func resendCheck(ctx context.Context, admin *client.Admin, game string, affected
 			case !res.Accepted || !res.Duplicate || res.EventSeq != a.eventSeq:
 				nLost.Add(1)
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	return int(nLost.Load()), int(nUnchecked.Load())
 }
 

@@ -24,6 +24,11 @@
 // the value; the receiving process decodes it back into a fresh value of the
 // registered type, so both sides must link the same registrations.
 //
+// A request's Msg may carry its Deadline, when its sender stops waiting for
+// the answer (cluster.Node.Request sets it per attempt to another member);
+// it crosses the wire as the Envelope's third field, and Msg.Expired is the
+// receiver's check, with an allowance for the members' clock skew.
+//
 // Local delivery (sender and receiver in the same actor system) does not
 // serialize at all: the receiver gets the very *Msg and value the sender
 // passed. Never mutate a message, or anything it points to, after sending it.

@@ -46,6 +46,12 @@ type Msg struct {
 	Type string
 	// V is the payload. It is shared with the receiver on local delivery.
 	V any
+	// Deadline is when the sender of a request stops waiting for its
+	// answer, in Unix nanoseconds by the sender's clock; 0 means none
+	// (a reply, a push, a request within one member, or a member older
+	// than the field). It crosses the wire as Envelope.deadline. See
+	// Expired.
+	Deadline int64
 }
 
 // Unknown is the payload of a Msg that could not be decoded: its type name is
@@ -126,14 +132,33 @@ func (m *Msg) Serialize() (remote.RootSerialized, error) {
 	if len(data) > MaxDataBytes {
 		return nil, fmt.Errorf("%w: %q is %d bytes, limit %d", ErrTooLarge, name, len(data), MaxDataBytes)
 	}
-	return &Envelope{Type: name, Data: data}, nil
+	return &Envelope{Type: name, Data: data, Deadline: m.Deadline}, nil
 }
 
 // Deserialize implements remote.RootSerialized. It never returns an error,
 // because protoactor closes the sender's whole inbound stream on one: a
 // payload that cannot be decoded becomes a Msg holding an *Unknown.
 func (e *Envelope) Deserialize() (remote.RootSerializable, error) {
-	return Decode(e.GetType(), e.GetData()), nil
+	m := Decode(e.GetType(), e.GetData())
+	m.Deadline = e.GetDeadline()
+	return m, nil
+}
+
+// Expired reports whether the sender of m had stopped waiting for it by
+// now, by more than skew: the most this member's clock may run ahead of
+// the sender's. A receiver should then drop m, answering nothing and
+// changing nothing (in particular activating nothing): its sender gave up
+// on it and may have sent it again elsewhere. A message without a
+// deadline never expires, so members that send none (older releases) are
+// served as before.
+//
+// Deadlines compare wall clocks of two members. A receiver whose clock
+// runs ahead of the sender's by more than skew drops requests that still
+// had that excess left, so it shortens every request by the excess
+// rather than refusing them all; one that runs behind serves late
+// requests for as long as it lags, as if they carried no deadline.
+func (m *Msg) Expired(now time.Time, skew time.Duration) bool {
+	return m.Deadline != 0 && now.UnixNano()-int64(skew) > m.Deadline
 }
 
 // Decode turns a type name and msgpack bytes into a Msg, exactly as an

@@ -25,9 +25,14 @@ const (
 // which only transports protobuf messages. type names the Go type in the
 // process-wide registry (envelope.Register); data is msgpack of that value.
 type Envelope struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Type  string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Data  []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	// deadline is when the sender stops waiting for an answer, in Unix
+	// nanoseconds by the sender's clock; 0 (what a member older than the
+	// field sends) means none. A receiver drops a request that arrives
+	// past it (Msg.Expired). New fields go after it; numbers are never reused.
+	Deadline      int64 `protobuf:"fixed64,3,opt,name=deadline,proto3" json:"deadline,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -76,14 +81,22 @@ func (x *Envelope) GetData() []byte {
 	return nil
 }
 
+func (x *Envelope) GetDeadline() int64 {
+	if x != nil {
+		return x.Deadline
+	}
+	return 0
+}
+
 var File_envelope_proto protoreflect.FileDescriptor
 
 const file_envelope_proto_rawDesc = "" +
 	"\n" +
-	"\x0eenvelope.proto\x12\x13matchgrain.envelope\"2\n" +
+	"\x0eenvelope.proto\x12\x13matchgrain.envelope\"N\n" +
 	"\bEnvelope\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04dataB3Z1github.com/matchgrain/matchgrain/cluster/envelopeb\x06proto3"
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x1a\n" +
+	"\bdeadline\x18\x03 \x01(\x10R\bdeadlineB3Z1github.com/matchgrain/matchgrain/cluster/envelopeb\x06proto3"
 
 var (
 	file_envelope_proto_rawDescOnce sync.Once

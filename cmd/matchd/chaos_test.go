@@ -102,19 +102,10 @@ func (cc *chaosCluster) createMatch(t *testing.T, seed uint64) string {
 // owner reads which member holds the match's current epoch.
 func (cc *chaosCluster) owner(t *testing.T, matchID string) (string, int64) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, pgtest.URL(t))
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer func() { _ = conn.Close(ctx) }() // read-only connection
 	var owner string
 	var epoch int64
 	q := fmt.Sprintf("SELECT owner, epoch FROM %s.matches WHERE match_id = $1", pgx.Identifier{cc.schema}.Sanitize())
-	if err := conn.QueryRow(ctx, q, matchID).Scan(&owner, &epoch); err != nil {
-		t.Fatalf("owner of %s: %v", matchID, err)
-	}
+	queryRow(t, q, []any{matchID}, &owner, &epoch)
 	return owner, epoch
 }
 
@@ -652,6 +643,15 @@ func (cc *chaosCluster) finished(t *testing.T, matchID string) bool {
 // into dest.
 func queryRow(t *testing.T, q string, args []any, dest ...any) {
 	t.Helper()
+	if err := scanRow(t, q, args, dest...); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// scanRow is queryRow for a row that may not exist yet: the query's error
+// is returned; a failed connection still fails the test.
+func scanRow(t *testing.T, q string, args []any, dest ...any) error {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, pgtest.URL(t))
@@ -659,7 +659,5 @@ func queryRow(t *testing.T, q string, args []any, dest ...any) {
 		t.Fatalf("connect: %v", err)
 	}
 	defer func() { _ = conn.Close(ctx) }() // read-only connection
-	if err := conn.QueryRow(ctx, q, args...).Scan(dest...); err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
+	return conn.QueryRow(ctx, q, args...).Scan(dest...)
 }

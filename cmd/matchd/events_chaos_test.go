@@ -11,7 +11,6 @@ import (
 
 	"github.com/matchgrain/matchgrain/client/bots"
 	"github.com/matchgrain/matchgrain/cluster/clustertest"
-	"github.com/matchgrain/matchgrain/persistence/pgtest"
 )
 
 // TestChaosEventOnlyBotsAcrossKill plays one full match with bots that keep
@@ -74,14 +73,7 @@ func TestChaosEventOnlyBotsAcrossKill(t *testing.T) {
 // and log length.
 func (cc *chaosCluster) onlyMatch(t *testing.T) (id, owner string, epoch, logLen int64) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, pgtest.URL(t))
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer func() { _ = conn.Close(ctx) }() // read-only connection
 	q := fmt.Sprintf("SELECT match_id, owner, epoch, last_seq FROM %s.matches", pgx.Identifier{cc.schema}.Sanitize())
-	_ = conn.QueryRow(ctx, q).Scan(&id, &owner, &epoch, &logLen) // none yet: zero values, polled again
+	_ = scanRow(t, q, nil, &id, &owner, &epoch, &logLen) // none yet: zero values, polled again
 	return id, owner, epoch, logLen
 }

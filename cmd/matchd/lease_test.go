@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,10 +16,12 @@ import (
 // TestChaosFrozenMemberDoesNotSteal freezes member b (SIGSTOP) until the
 // others drop it, starts matches that then live on a, and wakes b. b wakes
 // with its view from before the freeze, in which it owns about half of those
-// matches, and its overdue reclaim sweep runs at once. Two things keep it
+// matches, and its overdue reclaim sweep runs at once. Three things keep it
 // from claiming any of them before it learns that it was evicted and exits:
-// its stall quarantine (cluster/stall.go) and the reclaim lease (the owner a
-// is in b's view and wrote the matches recently). Runs:
+// its stall quarantine (cluster/stall.go), the reclaim lease (the owner a
+// is in b's view and wrote the matches recently) for its reclaimer, and
+// request deadlines for the requests queued in its sockets during the
+// freeze (cluster/deadline.go). Runs:
 //   - as configured: b has the same failure detection as the others, so it
 //     notices its stall; nothing may be stolen;
 //   - the negative control: b's own failure detection is slow (2 s probes),
@@ -31,25 +32,19 @@ import (
 //     notice that stops it, so a try shows either as a match taken over or
 //     as b's "reclaim wake failed" line for one of the matches (its wake
 //     cut short by the eviction); the other runs must show neither;
-//   - lease alone (only with MATCHGRAIN_LEASE_ALONE=1): the control with
-//     the lease, so that only the lease protects. It is not in the suite
-//     because it fails (3 of 3 runs on the shared 2-core box on 2026-12-06,
-//     2 of 6 earlier), and not through the reclaimer: with b's log at debug, its
-//     first sweep after the wake reads "Owned:3 Leased:3 Woken:0" and the
-//     match activates on b 5 ms later all the same, so a request activated
-//     it. Not one the edge routed after the wake: waiting until the edge,
-//     too, had dropped b before waking it changed nothing (3 of 3 runs
-//     still stolen). The likely source is a request queued in b's sockets
-//     during the freeze: in the first seconds, before a and the edge
-//     declared b dead, the edge routed a seat's attach for a match b owned
-//     to b, gave up on it and retried on a; b reads it when it wakes,
-//     activates the match and claims a new epoch (cluster/stall.go names
-//     this hazard). The lease guards only the reclaimer's wakes, and the
-//     activation path cannot apply it (a member that a join makes a match's
-//     owner must activate it although the old owner, in its view, wrote it
-//     recently); only the stall quarantine refuses such requests. Fixing
-//     it needs requests that carry their deadline, so that a member drops
-//     what its sender already gave up on.
+//   - lease alone: the control with the lease, so that no quarantine
+//     protects. Before requests carried their deadline it failed (3 of 3
+//     runs on the shared 2-core box on 2026-12-06, 2 of 6 earlier), and not
+//     through the reclaimer: b's first sweep after the wake read
+//     "Owned:3 Leased:3 Woken:0", and a match activated on b 5 ms later all
+//     the same. During the freeze the edge had asked b's placement actor to
+//     activate a new match that b owned in the edge's view, gave up on b
+//     when it declared it dead and went to a; b read that activation
+//     request when it woke, and protoactor's Request, still waiting on its
+//     lookup, sent the wake after it: the match activated on b and claimed
+//     a new epoch. Now the abandoned attempt sends nothing, an activation
+//     claims only at its first request whose sender still waits, and such a
+//     request read past its deadline is dropped.
 func TestChaosFrozenMemberDoesNotSteal(t *testing.T) {
 	slowB := []string{"--probe-interval", "2s"}
 	t.Run("as configured", func(t *testing.T) {
@@ -64,13 +59,11 @@ func TestChaosFrozenMemberDoesNotSteal(t *testing.T) {
 			t.Logf("negative control: %s", stolen)
 		}
 	})
-	if os.Getenv("MATCHGRAIN_LEASE_ALONE") != "" {
-		t.Run("lease alone", func(t *testing.T) {
-			if stolen := frozenMemberSteals(t, slowB...); stolen != "" {
-				t.Fatal(stolen)
-			}
-		})
-	}
+	t.Run("lease alone", func(t *testing.T) {
+		if stolen := frozenMemberSteals(t, slowB...); stolen != "" {
+			t.Fatal(stolen)
+		}
+	})
 }
 
 // frozenMemberSteals runs the scenario of TestChaosFrozenMemberDoesNotSteal

@@ -11,12 +11,10 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	pcluster "github.com/asynkron/protoactor-go/cluster"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/matchgrain/matchgrain/actors"
 	"github.com/matchgrain/matchgrain/cluster"
@@ -83,7 +81,9 @@ func run(ctx context.Context, o config.Options, base *slog.Logger) error {
 		go g.Run(pctx, governor.ProcSample)
 	}
 	statements := persistence.NewStatementHistogram()
-	store, err := openStore(ctx, o, log, statements)
+	storeConfig := persistence.OpenConfig{URL: o.DatabaseURL, Schema: o.DatabaseSchema, TCP: o.DatabaseTCP,
+		DataDir: o.DataDir, Logger: log, Statements: statements}
+	store, err := persistence.Open(ctx, storeConfig)
 	if err != nil {
 		return err
 	}
@@ -103,14 +103,10 @@ func run(ctx context.Context, o config.Options, base *slog.Logger) error {
 	}
 
 	var node *cluster.Node
-	// started publishes node to the grains' callbacks: a peer may route an
-	// activation here while cluster.Start is still running, before the
-	// assignment of node is visible to other goroutines.
-	var started atomic.Pointer[cluster.Node]
+	// gate refuses activations until cluster.Start has returned and from the
+	// drain (or an eviction) on.
+	var gate cluster.ActivationGate
 	var kinds []*pcluster.Kind
-	// draining refuses new activations once the drain began or peers
-	// evicted this member: its matches belong elsewhere from then on.
-	var draining atomic.Bool
 	// One registry holds every metric of this node; the edge serves it at
 	// /metrics. Parts that add metrics register their collectors here.
 	registry := edge.NewRegistry()
@@ -124,25 +120,10 @@ func run(ctx context.Context, o config.Options, base *slog.Logger) error {
 	if !o.EdgeOnly {
 		kind, err := actors.NewMatchKind(actors.GrainDeps{
 			Store: store, Rules: actors.GameRules{}, Timing: o.Timing, Logger: log, Metrics: grainMetrics,
-			StoreTimeout:  o.StoreTimeout,
+			StoreTimeout: o.StoreTimeout, MaxClockSkew: o.MaxClockSkew,
 			MaxSpectators: o.Edge.MaxSpectators, SpectatorDelayEvents: o.SpectatorDelayEvents, SpectatorDelay: o.SpectatorDelay,
-			Owner: func() string { return started.Load().ID() },
-			MayActivate: func() error {
-				node := started.Load()
-				switch {
-				case node == nil:
-					return errors.New("this member is still starting")
-				case draining.Load():
-					return errors.New("this member is draining")
-				case node.Unsettled():
-					return errors.New("this process was stalled moments ago; its view of the cluster may be stale")
-				}
-				return node.Admitted()
-			},
-			Owns: func(id string) bool {
-				node := started.Load()
-				return node != nil && node.OwnerAddress(id, actors.MatchKind) == node.Self()
-			},
+			Owner: gate.Owner, MayActivate: gate.MayActivate,
+			Owns: func(id string) bool { return gate.Owns(actors.MatchKind, id) },
 		})
 		if err != nil {
 			return err
@@ -156,7 +137,7 @@ func run(ctx context.Context, o config.Options, base *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("start cluster member: %w", err)
 	}
-	started.Store(node)
+	gate.Started(node)
 	gw, err := grains.NewGateway(grains.GatewayConfig{
 		System: node.System(), Cluster: node, Store: store, Rules: actors.GameRules{}, Timing: o.Timing,
 		Forget: func(id string) { node.ForgetPID(id, actors.MatchKind) }, Logger: log,
@@ -227,17 +208,9 @@ func run(ctx context.Context, o config.Options, base *slog.Logger) error {
 		leases := cluster.NewLeases(node, o.ReclaimLease)
 		rc, err := cluster.NewReclaimer(node, cluster.ReclaimerConfig{
 			Kind: actors.MatchKind, Interval: o.ReclaimInterval,
-			List: func(ctx context.Context, after string, limit int) ([]string, error) {
-				ms, err := store.ListUnfinished(ctx, after, limit)
-				records := make([]cluster.LeaseRecord, len(ms))
-				ids := make([]string, len(ms))
-				for i, m := range ms {
-					records[i] = cluster.LeaseRecord{Identity: m.MatchID, Owner: m.Owner, Age: m.Age}
-					ids[i] = m.MatchID
-				}
-				leases.Page(records)
-				return ids, err
-			},
+			List: cluster.ReclaimList(leases, store.ListUnfinished, func(m persistence.MatchInfo) cluster.LeaseRecord {
+				return cluster.LeaseRecord{Identity: m.MatchID, Owner: m.Owner, Age: m.Age}
+			}),
 			Leased: leases.Held,
 			Wake:   func(string) any { return &actors.Wake{} },
 		})
@@ -268,7 +241,7 @@ func run(ctx context.Context, o config.Options, base *slog.Logger) error {
 	fmt.Printf("matchd ready member=%s http=%s tcp=%s gossip=%s remote=%s debug=%s metrics=%s\n",
 		node.ID(), httpLn.Addr(), tcpAddr, node.GossipAddr(), node.Self(), debugAddr, metricsAddr)
 	log.Info("matchd ready", "member", node.ID(), "http", httpLn.Addr().String(), "tcp", tcpAddr,
-		"metrics", metricsAddr, "store", storeKind(o), "edge_only", o.EdgeOnly, "build", buildVersion())
+		"metrics", metricsAddr, "store", storeConfig.Kind(), "edge_only", o.EdgeOnly, "build", buildVersion())
 
 	if o.Demo {
 		go func() {
@@ -290,7 +263,7 @@ func run(ctx context.Context, o config.Options, base *slog.Logger) error {
 			runErr = nil
 		}
 	}
-	draining.Store(true)
+	gate.Drain()
 	drain(o, srv, hs, node, log)
 	// The fenced-write count says whether this member lived on as a stale
 	// owner (frozen, partitioned) and was stopped by the store's fence. It
@@ -326,34 +299,4 @@ func drain(o config.Options, srv *edge.Server, hs *http.Server, node *cluster.No
 		log.Warn("leave cluster", "err", err)
 	}
 	log.Info("matchd drained", "took", time.Since(start).Round(time.Millisecond))
-}
-
-func storeKind(o config.Options) string {
-	if o.DatabaseURL != "" {
-		return "postgres"
-	}
-	return "embedded:" + o.DataDir
-}
-
-// openStore opens the node's store; statements times the PostgreSQL store's
-// group-commit statements.
-func openStore(ctx context.Context, o config.Options, log *slog.Logger, statements prometheus.Histogram) (persistence.Store, error) {
-	if o.DatabaseURL != "" {
-		opts := []persistence.PostgresOption{persistence.WithLogger(log),
-			persistence.WithStatementObserver(func(d time.Duration) { statements.Observe(d.Seconds()) }),
-			persistence.WithTCPTimeouts(o.DatabaseTCP)}
-		if o.DatabaseSchema != "" {
-			opts = append(opts, persistence.WithSchema(o.DatabaseSchema))
-		}
-		s, err := persistence.OpenPostgres(ctx, o.DatabaseURL, opts...)
-		if err != nil {
-			return nil, fmt.Errorf("open PostgreSQL store: %w", err)
-		}
-		return s, nil
-	}
-	s, err := persistence.OpenEmbeddedWithLogger(o.DataDir, log)
-	if err != nil {
-		return nil, fmt.Errorf("open embedded store in %s: %w", o.DataDir, err)
-	}
-	return s, nil
 }

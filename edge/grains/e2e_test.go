@@ -8,9 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"os"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -197,15 +195,7 @@ func TestE2EFullMatch(t *testing.T) {
 // an owner-only event of the opponent.
 func TestE2EClientKilledAtRandomSteps(t *testing.T) {
 	h := startHarness(t, harnessOpts{})
-	rs := uint64(time.Now().UnixNano())
-	if v := os.Getenv("MATCHGRAIN_SEED"); v != "" {
-		// Replays a logged run.
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("MATCHGRAIN_SEED=%q: %v", v, err)
-		}
-		rs = n
-	}
+	rs := randomSeed(t)
 	killEvery := 2 + rand.New(rand.NewPCG(rs, 0)).IntN(4)
 	t.Logf("random seed %d: dropping every %d intents", rs, killEvery)
 	run, seats := playBots(t, h, "ws", rs, killEvery)

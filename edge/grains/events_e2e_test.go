@@ -3,8 +3,6 @@ package grains_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -35,14 +33,7 @@ const (
 // the drops did not happen.
 func TestE2EEventOnlyClients(t *testing.T) {
 	h := startHarness(t, harnessOpts{})
-	rs := uint64(time.Now().UnixNano())
-	if v := os.Getenv("MATCHGRAIN_SEED"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("MATCHGRAIN_SEED=%q: %v", v, err)
-		}
-		rs = n
-	}
+	rs := randomSeed(t)
 	matches := eventOnlyMatches
 	if raceEnabled {
 		matches = eventOnlyMatchesRace

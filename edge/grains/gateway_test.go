@@ -12,6 +12,7 @@ import (
 
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/persistence/pgtest"
+	"github.com/matchgrain/matchgrain/persistence/storetest"
 
 	"github.com/matchgrain/matchgrain/actors"
 	"github.com/matchgrain/matchgrain/edge"
@@ -44,7 +45,7 @@ func TestCreateAnswersWhileTheGrainIsUnreachable(t *testing.T) {
 	for _, sk := range []struct {
 		name string
 		open func(t *testing.T) persistence.Store
-	}{{"embedded", embeddedStore}, {"postgres", func(t *testing.T) persistence.Store { return pgtest.NewStore(t) }}} {
+	}{{"embedded", func(t *testing.T) persistence.Store { return storetest.Embedded(t) }}, {"postgres", func(t *testing.T) persistence.Store { return pgtest.NewStore(t) }}} {
 		t.Run(sk.name, func(t *testing.T) {
 			store := sk.open(t)
 			grains := &unreachableGrains{}
@@ -84,21 +85,6 @@ func TestCreateAnswersWhileTheGrainIsUnreachable(t *testing.T) {
 			}
 		})
 	}
-}
-
-// embeddedStore is an embedded store in the test's directory, closed when
-// the test ends.
-func embeddedStore(t *testing.T) persistence.Store {
-	s, err := persistence.OpenEmbedded(t.TempDir())
-	if err != nil {
-		t.Fatalf("open embedded store: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-	})
-	return s
 }
 
 type okRequester struct{}

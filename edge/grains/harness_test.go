@@ -12,6 +12,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -185,6 +187,21 @@ func connectSeat(t *testing.T, h *harness, addr, matchID string, seat int, resum
 }
 
 func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// randomSeed is a random test's seed: MATCHGRAIN_SEED when set, to replay
+// a logged run, else the clock.
+func randomSeed(t *testing.T) uint64 {
+	t.Helper()
+	v := os.Getenv("MATCHGRAIN_SEED")
+	if v == "" {
+		return uint64(time.Now().UnixNano())
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		t.Fatalf("MATCHGRAIN_SEED=%q: %v", v, err)
+	}
+	return n
+}
 
 // recProxy sits between clients and the edge and records every byte the
 // edge sends on each connection, exactly as it went over the wire.

@@ -646,12 +646,14 @@ async function lobby() {
   const last = lastPlay();
   if (last) $("#name").value = last.name;
   const sel = $("#deck");
+  const buttons = [$("#play-bot"), $("#play-friend")];
   try {
     const decks = (await api("/api/play/decks")).decks;
     sel.replaceChildren(...decks.map((d) => el("option", { value: d.id }, d.name)));
     if (last && decks.some((d) => d.id === last.deck)) sel.value = last.deck;
   } catch (e) {
     $("#lobby-error").textContent = `The server does not answer: ${e.message}. Reload to try again.`;
+    return;
   }
   const start = async (opponent) => {
     const name = $("#name").value.trim() || "Player";
@@ -664,6 +666,7 @@ async function lobby() {
   };
   $("#play-bot").onclick = () => void start("bot");
   $("#play-friend").onclick = () => void start("friend");
+  for (const b of buttons) b.disabled = false;
 }
 var MAX_LOG = 300;
 var LOST_COVER_MS = 2500;
@@ -681,6 +684,8 @@ function game(link) {
   $("#lobby").hidden = true;
   $("#game").hidden = false;
   $("#bar").hidden = false;
+  $("#conn").hidden = false;
+  $("header nav").hidden = false;
   const st = {
     link,
     session: null,

@@ -137,12 +137,16 @@ async function lobby(): Promise<void> {
   const last = lastPlay();
   if (last) $<HTMLInputElement>("#name").value = last.name;
   const sel = $<HTMLSelectElement>("#deck");
+  // The buttons come disabled and work only once the decks are listed: a
+  // tap before that (a slow server, a quick player or test) did nothing.
+  const buttons = [$<HTMLButtonElement>("#play-bot"), $<HTMLButtonElement>("#play-friend")];
   try {
     const decks = (await api<{ decks: Deck[] }>("/api/play/decks")).decks;
     sel.replaceChildren(...decks.map((d) => el("option", { value: d.id }, d.name)));
     if (last && decks.some((d) => d.id === last.deck)) sel.value = last.deck;
   } catch (e) {
     $("#lobby-error").textContent = `The server does not answer: ${(e as Error).message}. Reload to try again.`;
+    return;
   }
   const start = async (opponent: "bot" | "friend") => {
     const name = $<HTMLInputElement>("#name").value.trim() || "Player";
@@ -155,6 +159,7 @@ async function lobby(): Promise<void> {
   };
   $("#play-bot").onclick = () => void start("bot");
   $("#play-friend").onclick = () => void start("friend");
+  for (const b of buttons) b.disabled = false;
 }
 
 // ---- game ----
@@ -226,6 +231,9 @@ function game(link: SeatLink): void {
   $("#lobby").hidden = true;
   $("#game").hidden = false;
   $("#bar").hidden = false;
+  // A friend's page comes here from the join page without a reload.
+  $("#conn").hidden = false;
+  $("header nav").hidden = false;
   const st: GameState = {
     link,
     session: null,

@@ -3,10 +3,10 @@
 // the public play API for a spectator ticket on every (re)connection; the
 // client library resumes from the last event, so a reload or a member's
 // failover only pauses the board. It never sends an intent.
-import { Session, TicketRefused } from "/matchgrain-client.js";
+import { Session, SessionError, TicketRefused } from "/matchgrain-client.js";
 import type { MatchView, ServerFrame } from "../../clients/ts/src/index.js";
 import { attackerOf, renderBattle, renderPlayer } from "./board.js";
-import { $, el } from "./dom.js";
+import { $, button, el } from "./dom.js";
 import { PHASES, setCatalog, STEPS, type Card } from "./text.js";
 
 const FINISH = ["sixth damage", "deck out", "concession", "time", "absence", "draw"];
@@ -96,6 +96,21 @@ async function listLive(): Promise<void> {
   );
 }
 
+/**
+ * showFull says the match has as many spectators as it allows (close 4429,
+ * docs/protocol.md §14.7): the session has stopped, and trying again later
+ * is the viewer's choice.
+ */
+function showFull(): void {
+  $("#status").textContent = "This match has as many spectators as it allows. Try again later.";
+  $("#status").dataset.full = "true";
+  $("#conn").replaceChildren(button("Try again", { id: "retry" }, () => location.reload()));
+}
+
+function isFull(e: unknown): boolean {
+  return e instanceof SessionError && e.code === "SpectatorsFull";
+}
+
 async function main(): Promise<void> {
   const matchId = new URLSearchParams(location.hash.slice(1)).get("m") ?? "";
   const st: WatchState = { matchId, view: null, attacker: -1, reason: null, conn: "connecting", delay: "" };
@@ -120,12 +135,15 @@ async function main(): Promise<void> {
   st.conn = session.state;
   render(st);
   const err = await session.done;
-  if (err) {
+  if (isFull(err)) {
+    showFull();
+  } else if (err) {
     st.conn = `ended: ${err.message}`;
     render(st);
   }
 }
 
 void main().catch((e: unknown) => {
-  $("#status").textContent = `Cannot watch: ${e instanceof Error ? e.message : String(e)}`;
+  if (isFull(e)) showFull();
+  else $("#status").textContent = `Cannot watch: ${e instanceof Error ? e.message : String(e)}`;
 });

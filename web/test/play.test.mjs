@@ -428,6 +428,38 @@ for (const size of Object.keys(SIZES)) {
   });
 }
 
+// The lobby's buttons did nothing when tapped before the deck list had come
+// (their handlers were set after it): on a busy machine the second-tab test
+// tapped "Play against the bot" that early and waited for a match in vain.
+test("the lobby's buttons work once the decks are listed, and then start the match (phone)", { timeout: 60_000 }, async () => {
+  const p = await open("phone");
+  const { page } = p;
+  // The deck list is held back until the test has looked at the lobby, as
+  // a slow server would hold it.
+  let release;
+  const held = new Promise((r) => (release = r));
+  await page.route("**/api/play/decks", async (route) => {
+    await held;
+    await route.continue();
+  });
+  const created = [];
+  page.on("request", (r) => {
+    if (r.method() === "POST" && new URL(r.url()).pathname === "/api/play/matches") created.push(JSON.parse(r.postData() ?? "{}"));
+  });
+  await page.goto(`http://${matchd.http}/`);
+  await page.fill("#name", "Early");
+  assert.ok(await page.isDisabled("#play-bot"), "Play against the bot is enabled before the decks are listed");
+  assert.ok(await page.isDisabled("#play-friend"), "Get a link for a friend is enabled before the decks are listed");
+  assert.ok(!(await page.isVisible("header nav")), "the lobby shows New match and Concede");
+  release();
+  await page.click("#play-bot"); // waits until it is enabled
+  await page.waitForSelector("#decision[data-state=mine], #decision[data-state=theirs]", { timeout: 20_000 });
+  assert.equal(created.length, 1, "one match created");
+  assert.ok(created[0].deck, `the match was created without a deck: ${JSON.stringify(created[0])}`);
+  assert.deepEqual(p.errors, []);
+  await p.ctx.close();
+});
+
 for (const size of Object.keys(SIZES)) {
   test(`a server restart mid-match: the player is told, then continues from the same link (${size})`, { timeout: 120_000 }, async () => {
     // A node as the demo runs it: no keys given, so it keeps its own.
@@ -636,6 +668,8 @@ test("a friend match: the link with Copy, waiting for the friend, the attacker n
     await b.click("#join-match");
     const joined = await waitFor(b, "guest joined", (s) => s.conn === "open" && s.eventSeq > 0);
     assert.deepEqual(joined.names, ["Host", "Bea"]);
+    // The join page hid the header's connection and actions; the board shows them.
+    assert.ok((await b.isVisible("#conn")) && (await b.isVisible("#concede")), "the friend's board hides the connection or Concede");
     // The host sees the name and the clock running at once, not at the next periodic clock.
     const told = await waitFor(a, "host sees the friend", (s) => s.clockRunning && s.names[1] === "Bea", 3_000);
     assert.notEqual(told.decision, "", "no decision status");

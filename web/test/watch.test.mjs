@@ -109,3 +109,81 @@ test("a spectator watches a whole bot match, through a reload, and never receive
   assert.deepEqual(errors, [], "page errors");
   await ctx.close();
 });
+
+/** waitConn polls the page's connection line until it reads want. */
+async function waitConn(page, want, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  let last = "";
+  while (Date.now() < deadline) {
+    last = (await page.textContent("#conn").catch(() => "")) ?? "";
+    if (last === want) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.fail(`connection line still ${JSON.stringify(last)} after ${timeoutMs} ms`);
+}
+
+test("a spectator beyond the match's cap is told so at once, and Try again watches once a place is free", async () => {
+  const node = await startMatchd(["--max-spectators", "1"]);
+  const ctx = await browser.newContext({ viewport: { width: 390, height: 844 } });
+  try {
+    // Two seats nobody plays: the match waits, and stays there to watch.
+    const res = await fetch(`http://${node.http}/api/matches`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Authorization: `Bearer ${node.adminToken}` },
+      body: JSON.stringify({ players: [{ name: "Ann", deck: "S1" }, { name: "Bob", deck: "S2" }] }),
+    });
+    assert.equal(res.status, 201, await res.clone().text());
+    const { matchId } = await res.json();
+    const url = `http://${node.http}/watch#m=${matchId}`;
+    const errors = [];
+    const first = await ctx.newPage();
+    const second = await ctx.newPage();
+    for (const p of [first, second]) p.on("pageerror", (e) => errors.push(`${e.name}: ${e.message}`));
+    let hellos = 0;
+    second.on("websocket", (ws) => ws.on("framesent", () => hellos++));
+    await first.goto(url);
+    await waitConn(first, "open", 30_000);
+
+    // The match allows one spectator: the second page is refused (4429),
+    // says so, and does not keep trying.
+    await second.goto(url);
+    await waitStatus(second, (s) => /as many spectators as it allows/.test(s), 30_000);
+    await second.screenshot({ path: join(artifacts, "watch-full-phone.png") });
+    assert.equal(hellos, 1, "the refused page sent one hello and stopped");
+    assert.ok(await second.isVisible("#retry"), "the refused page offers Try again");
+
+    // Once the first viewer leaves, Try again watches (the match may take
+    // a moment to let the first go: the refusal can repeat meanwhile).
+    await first.close();
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const sent = hellos;
+      await second.click("#retry");
+      // The reloaded page's hello: what the page says from then on is its answer.
+      while (hellos === sent) {
+        assert.ok(Date.now() < deadline, "Try again sent no hello");
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const [status, conn] = await waitWatching(second);
+      if (conn === "open") break;
+      assert.match(status, /as many spectators as it allows/, "a retry ended otherwise");
+      assert.ok(Date.now() < deadline, "no place after the first viewer left");
+    }
+    assert.deepEqual(errors, [], "page errors");
+  } finally {
+    await ctx.close();
+    await node.stop();
+  }
+});
+
+/** waitWatching waits until the page either watches or is refused again, and returns its status and connection lines. */
+async function waitWatching(page) {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const status = (await page.textContent("#status").catch(() => "")) ?? "";
+    const conn = (await page.textContent("#conn").catch(() => "")) ?? "";
+    if (conn === "open" || /as many spectators as it allows/.test(status)) return [status, conn];
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.fail("the page neither watches nor is refused after 30 s");
+}

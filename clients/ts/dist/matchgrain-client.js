@@ -2031,6 +2031,13 @@ var CloseError = class extends Error {
 function fatalClose(err) {
   return err instanceof CloseError && (err.code === CloseUnsupportedVersion || err.code === CloseProtocolViolation);
 }
+function spectatorsFull(err) {
+  return err instanceof CloseError && err.code === CloseSpectatorsFull;
+}
+function spectatorsFullError(err, attempts) {
+  const after = attempts === void 0 ? "" : ` (after ${attempts} attempts)`;
+  return new SessionError("SpectatorsFull", `client: the match has as many spectators as it allows${after}: ${err.message}`, err);
+}
 function newIntentId() {
   const b = new Uint8Array(16);
   const c = globalThis.crypto;
@@ -2331,9 +2338,11 @@ var Session = class _Session {
         if (fatalClose(e) || e instanceof TicketRefused) {
           throw new SessionError("Rejected", `client: rejected by the server: ${String(e)}`, e);
         }
+        if (spectatorsFull(e) && !this.everOpen) throw spectatorsFullError(e);
         this.cfg.log?.("client: connection attempt failed", { attempt: attempt + 1, err: String(e) });
       }
     }
+    if (spectatorsFull(last)) throw spectatorsFullError(last, attempt);
     throw new SessionError("GaveUp", `client: could not connect after ${attempt} attempts: ${String(last)}`, last);
   }
   /** attempt gets a ticket, dials, says hello and waits for ServerHello. */
@@ -2486,6 +2495,10 @@ var Session = class _Session {
     }
     if (fatalClose(err)) {
       this.finish(new SessionError("Rejected", `client: rejected by the server: ${err.message}`, err));
+      return;
+    }
+    if (spectatorsFull(err)) {
+      this.finish(spectatorsFullError(err));
       return;
     }
     this.cfg.log?.("client: connection lost; reconnecting", { err: err.message });

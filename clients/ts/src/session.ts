@@ -10,6 +10,7 @@ import { ViewKeeper, isDecision } from "./view.js";
 import {
   CloseProtocolViolation,
   CloseReplaced,
+  CloseSpectatorsFull,
   CloseUnsupportedVersion,
   Version,
   type ClientFrame,
@@ -95,8 +96,16 @@ export interface SessionConfig {
   log?: (msg: string, fields?: Record<string, unknown>) => void;
 }
 
-/** SessionErrorCode says why a session ended or an operation failed. */
-export type SessionErrorCode = "Closed" | "NotConnected" | "Replaced" | "GaveUp" | "Rejected";
+/**
+ * SessionErrorCode says why a session ended or an operation failed.
+ * "SpectatorsFull": the match has as many spectators as it allows (close
+ * 4429, docs/protocol.md §14.7). A session refused so on its first
+ * connection ends at once; one that was watching keeps trying per backoffMs
+ * (its own lost connection may hold the place until the server notices it
+ * is gone) and ends with this code when its attempts run out on that
+ * refusal. A caller shows it and may start a new session later.
+ */
+export type SessionErrorCode = "Closed" | "NotConnected" | "Replaced" | "GaveUp" | "Rejected" | "SpectatorsFull";
 
 /** SessionError is an error of a Session; cause holds the underlying error. */
 export class SessionError extends Error {
@@ -136,6 +145,16 @@ type StateListener = (s: SessionState) => void;
 /** fatalClose reports close codes that a new attempt cannot cure. */
 function fatalClose(err: unknown): boolean {
   return err instanceof CloseError && (err.code === CloseUnsupportedVersion || err.code === CloseProtocolViolation);
+}
+
+/** spectatorsFull reports a refusal because the match has as many spectators as it allows. */
+function spectatorsFull(err: unknown): err is CloseError {
+  return err instanceof CloseError && err.code === CloseSpectatorsFull;
+}
+
+function spectatorsFullError(err: CloseError, attempts?: number): SessionError {
+  const after = attempts === undefined ? "" : ` (after ${attempts} attempts)`;
+  return new SessionError("SpectatorsFull", `client: the match has as many spectators as it allows${after}: ${err.message}`, err);
 }
 
 /** newIntentId returns a random UUID v4 string (getRandomValues works in insecure browser contexts too). */
@@ -483,9 +502,14 @@ export class Session {
         if (fatalClose(e) || e instanceof TicketRefused) {
           throw new SessionError("Rejected", `client: rejected by the server: ${String(e)}`, e);
         }
+        // A session that was watching may be refused because of its own
+        // lost connection, which the match counts until the server notices
+        // it is gone: that is a failed attempt.
+        if (spectatorsFull(e) && !this.everOpen) throw spectatorsFullError(e);
         this.cfg.log?.("client: connection attempt failed", { attempt: attempt + 1, err: String(e) });
       }
     }
+    if (spectatorsFull(last)) throw spectatorsFullError(last, attempt);
     throw new SessionError("GaveUp", `client: could not connect after ${attempt} attempts: ${String(last)}`, last);
   }
 
@@ -650,6 +674,10 @@ export class Session {
     }
     if (fatalClose(err)) {
       this.finish(new SessionError("Rejected", `client: rejected by the server: ${err.message}`, err));
+      return;
+    }
+    if (spectatorsFull(err)) {
+      this.finish(spectatorsFullError(err));
       return;
     }
     this.cfg.log?.("client: connection lost; reconnecting", { err: err.message });

@@ -8,6 +8,7 @@ import { test } from "node:test";
 import { WebSocketServer } from "ws";
 
 import {
+  CloseSpectatorsFull,
   CloseUnsupportedVersion,
   DEFAULT_BACKOFF_MS,
   Session,
@@ -153,5 +154,66 @@ test("a refused ticket ends the session at once, at start and while reconnecting
   } finally {
     for (const c of wss.clients) c.terminate();
     await new Promise<void>((r) => wss.close(() => r()));
+  }
+});
+
+/**
+ * fullServer is a WebSocket server whose first `admit` hellos get a
+ * ServerHello as spectator, dropped 20 ms later, and every later one the
+ * refusal of a full match: a fatal SpectatorsFull and close 4429.
+ */
+async function fullServer(admit: number): Promise<{ url: string; hellos: () => number; close: () => Promise<void> }> {
+  const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+  await new Promise<void>((r) => wss.once("listening", () => r()));
+  let hellos = 0;
+  wss.on("connection", (ws) => {
+    ws.on("message", (data: Buffer) => {
+      assert.equal(decodeClientFrame(new Uint8Array(data)).type, "ClientHello");
+      if (++hellos <= admit) {
+        ws.send(
+          encodeServerFrame({
+            type: "ServerHello",
+            body: { protocolVersion: 1, matchId: "m1", playerIndex: 2, resumed: false, eventSeq: 0, serverTimeMs: Date.now() },
+          }),
+        );
+        setTimeout(() => ws.terminate(), 20);
+        return;
+      }
+      ws.send(encodeServerFrame({ type: "ServerError", body: { code: 10, message: "spectators full", fatal: true, eventSeq: 0 } }));
+      ws.close(CloseSpectatorsFull, "spectators full");
+    });
+  });
+  return {
+    url: `ws://127.0.0.1:${(wss.address() as { port: number }).port}/game`,
+    hellos: () => hellos,
+    close: async () => {
+      for (const c of wss.clients) c.terminate();
+      await new Promise<void>((r) => wss.close(() => r()));
+    },
+  };
+}
+
+test("a full match (close 4429) ends start at once with SpectatorsFull, without retrying", async () => {
+  const srv = await fullServer(0);
+  try {
+    await assert.rejects(
+      Session.start({ url: srv.url, ticket: async () => "t", backoffMs: [0, 10], maxAttempts: -1 }),
+      (e: unknown) => e instanceof SessionError && e.code === "SpectatorsFull",
+    );
+    assert.equal(srv.hellos(), 1, "a full match must not be retried by a session never let in");
+  } finally {
+    await srv.close();
+  }
+});
+
+test("a watching session refused as full on reconnect keeps trying, then ends with SpectatorsFull", async () => {
+  const srv = await fullServer(1);
+  try {
+    const s = await Session.start({ url: srv.url, ticket: async () => "t", backoffMs: [0, 10], maxAttempts: 3 });
+    const err = await s.done;
+    assert.ok(err instanceof SessionError && err.code === "SpectatorsFull", `session ended with ${String(err)}`);
+    assert.equal(srv.hellos(), 1 + 3, "the refusals count as failed attempts (its own lost connection may hold the place)");
+  } finally {
+    await srv.close();
   }
 });

@@ -54,6 +54,9 @@ type Options struct {
 	EdgeOnly bool
 	// StoreTimeout bounds one store call of a grain.
 	StoreTimeout time.Duration
+	// MaxClockSkew is how far members' clocks may differ before a grain
+	// drops a request its sender still waits for (actors.GrainDeps).
+	MaxClockSkew time.Duration
 	// ReclaimInterval is the reclaimer's period, ReclaimLease how recently
 	// another member's write keeps the reclaimer away from a match.
 	ReclaimInterval, ReclaimLease time.Duration
@@ -125,6 +128,7 @@ func Parse(args []string) (Options, error) {
 	parkReaders := fs.Bool("park-readers", true, "a quiet connection's reader (after the hello and each keep-alive) waits on a fresh goroutine with the smallest stack: about 2 KiB less memory per quiet connection")
 	reclaim := fs.Duration("reclaim-interval", 30*time.Second, "how often this member wakes the unfinished matches it owns")
 	storeTimeout := fs.Duration("store-timeout", 5*time.Second, "bound of one store call of a match grain (an append, a claim); an append that outlasts it has an unknown outcome and stops the grain, which reactivates from the log")
+	clockSkew := fs.Duration("max-clock-skew", actors.DefaultMaxClockSkew, "how far this member's clock may run ahead of another's: a request from another member is dropped once it is this much past its deadline by this member's clock (docs/operations.md §10)")
 	lease := fs.Duration("reclaim-lease", 15*time.Second, "the reclaimer leaves a match alone if another member still in this member's view wrote it this recently")
 	probe := fs.Duration("probe-interval", 0, "memberlist probe interval (0: the cluster default, tuned for a LAN)")
 	suspMult := fs.Int("suspicion-mult", 0, "memberlist suspicion multiplier (0: the cluster default)")
@@ -187,6 +191,10 @@ func Parse(args []string) (Options, error) {
 		return o, fmt.Errorf("store-timeout must be positive, got %v", *storeTimeout)
 	}
 	o.StoreTimeout = *storeTimeout
+	if *clockSkew <= 0 {
+		return o, fmt.Errorf("max-clock-skew must be positive, got %v", *clockSkew)
+	}
+	o.MaxClockSkew = *clockSkew
 	if *dbUserTimeout < 0 || *dbKeepAlive < 0 {
 		return o, fmt.Errorf("database-tcp-user-timeout (%v) and database-keepalive (%v) must not be negative", *dbUserTimeout, *dbKeepAlive)
 	}

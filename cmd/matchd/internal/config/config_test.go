@@ -101,3 +101,25 @@ func TestDebugListenLoopbackOnly(t *testing.T) {
 		t.Errorf("--debug-listen must be off by default: %q, %v", o.DebugListen, err)
 	}
 }
+
+// TestMaxClockSkew: the request deadlines' allowance for clock skew
+// defaults to the grains' default and must be positive (0 would drop a
+// request the moment a receiver's clock is a nanosecond ahead).
+func TestMaxClockSkew(t *testing.T) {
+	o, err := Parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.MaxClockSkew != time.Second {
+		t.Fatalf("default max-clock-skew %v, want 1s", o.MaxClockSkew)
+	}
+	t.Setenv("MATCHD_MAX_CLOCK_SKEW", "2500ms")
+	if o, err = Parse(nil); err != nil || o.MaxClockSkew != 2500*time.Millisecond {
+		t.Fatalf("MATCHD_MAX_CLOCK_SKEW=2500ms gave %v, %v", o.MaxClockSkew, err)
+	}
+	for _, v := range []string{"0s", "-1s"} {
+		if _, err := Parse([]string{"--max-clock-skew", v}); err == nil || !strings.Contains(err.Error(), "max-clock-skew must be positive") {
+			t.Errorf("--max-clock-skew %s: %v, want refused", v, err)
+		}
+	}
+}
