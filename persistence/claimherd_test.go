@@ -59,22 +59,40 @@ func TestPGClaimHerdLeavesAppendsAConnection(t *testing.T) {
 	if _, err := tx.Exec(ctx, "SELECT 1 FROM matches WHERE match_id LIKE 'herd-%' FOR UPDATE"); err != nil {
 		t.Fatal(err)
 	}
+	var lockerPID uint32
+	if err := tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&lockerPID); err != nil {
+		t.Fatal(err)
+	}
+	// Counted from a session of its own: pg_stat_activity is read once
+	// per transaction.
+	watcher, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = watcher.Close(context.Background()) }() // the test's own session
+	blocked := func() int {
+		var n int
+		err := watcher.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))", lockerPID).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// The first two claims find a claimer free each and wait on their
+	// locks, one connection each; the rest arrive while both wait.
 	var wg sync.WaitGroup
 	claimErrs := make([]error, 8)
 	for i := range 8 {
 		wg.Go(func() {
 			_, claimErrs[i] = s.Claim(ctx, fmt.Sprintf("herd-%d", i), "b")
 		})
+		if i < 2 {
+			pollFor(t, func() bool { return blocked() > i })
+		}
 	}
 	// The herd is waiting once its claims hold the connections they may
 	// (polled: the claims start on their own goroutines).
-	deadline := time.Now().Add(10 * time.Second)
-	for s.Pool().Stat().AcquiredConns() < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the herd's claims never took a connection (%d acquired)", s.Pool().Stat().AcquiredConns())
-		}
-		time.Sleep(5 * time.Millisecond) // polling the pool's state
-	}
+	pollFor(t, func() bool { return s.Pool().Stat().AcquiredConns() >= 2 })
 
 	// A match that is playing still gets its intent committed.
 	actx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -92,5 +110,17 @@ func TestPGClaimHerdLeavesAppendsAConnection(t *testing.T) {
 		if err != nil {
 			t.Errorf("claim herd-%d after the locks went: %v", i, err)
 		}
+	}
+}
+
+// pollFor waits up to 10 s for cond, polling the store's state.
+func pollFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 10 s")
+		}
+		time.Sleep(5 * time.Millisecond) // polling the pool's state
 	}
 }
