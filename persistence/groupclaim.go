@@ -52,6 +52,9 @@ type claimResult struct {
 type claimer struct {
 	store   *PostgresStore
 	workers int
+	// batch is the most claims in one transaction (maxClaimBatch; tests
+	// and benchmarks set 1 for claims one at a time).
+	batch int
 
 	mu      sync.Mutex
 	queue   []*claimReq
@@ -103,7 +106,7 @@ func (c *claimer) take() []*claimReq {
 			switch {
 			case r.ctx.Err() != nil:
 				// Its caller left: nothing to claim for it.
-			case len(batch) < maxClaimBatch && (len(batch) == 0 || r.owner == batch[0].owner) && !seen[r.matchID]:
+			case len(batch) < c.batch && (len(batch) == 0 || r.owner == batch[0].owner) && !seen[r.matchID]:
 				seen[r.matchID] = true
 				batch = append(batch, r)
 			default:

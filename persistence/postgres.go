@@ -157,7 +157,7 @@ func OpenPostgres(ctx context.Context, url string, opts ...PostgresOption) (*Pos
 	s := &PostgresStore{pool: pool, logger: o.logger}
 	if o.group != nil {
 		s.group = newGroupCommitter(s, *o.group, o.observe)
-		s.claims = &claimer{store: s, workers: int(cfg.MaxConns) - o.group.Writers}
+		s.claims = &claimer{store: s, workers: int(cfg.MaxConns) - o.group.Writers, batch: maxClaimBatch}
 	}
 	return s, nil
 }
