@@ -58,6 +58,24 @@ func TestQuietHandler(t *testing.T) {
 	}
 }
 
+// TestQuietHandlerLogsOnlyAMessagesType: protoactor logs whole messages
+// (one its writer could not serialize, a dead letter); a grain's hold seats'
+// frames, so only their type may reach the log.
+func TestQuietHandlerLogsOnlyAMessagesType(t *testing.T) {
+	type frames struct{ Hand []string }
+	var buf bytes.Buffer
+	l := slog.New(quietHandler{inner: slog.NewTextHandler(&buf, nil), min: slog.LevelWarn})
+	l.Error("EndpointWriter failed to serialize message", slog.Any("error", errors.New("too large")), slog.Any("message", &frames{Hand: []string{"secret-card"}}))
+	l.With(slog.Any("message", frames{Hand: []string{"other-card"}})).Error("dead letter")
+	out := buf.String()
+	if strings.Contains(out, "secret-card") || strings.Contains(out, "other-card") {
+		t.Fatalf("a message's contents were logged: %q", out)
+	}
+	if !strings.Contains(out, "message=*cluster.frames") || !strings.Contains(out, "message=cluster.frames") || !strings.Contains(out, "too large") {
+		t.Fatalf("the message's type or the error is missing: %q", out)
+	}
+}
+
 func TestBackoffIsBoundedAndJittered(t *testing.T) {
 	n := &Node{cfg: Config{Retry: Backoff{Initial: 10 * time.Millisecond, Max: 80 * time.Millisecond}}}
 	for retry, limit := range []time.Duration{10, 20, 40, 80, 80, 80} {

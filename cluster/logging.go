@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log"
 	"log/slog"
 	"strings"
@@ -133,11 +134,31 @@ func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
 	if protoactorNoise[r.Message] {
 		return nil
 	}
-	return h.inner.Handle(ctx, r)
+	redacted := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		redacted.AddAttrs(withoutMessageValue(a))
+		return true
+	})
+	return h.inner.Handle(ctx, redacted)
 }
 
 func (h quietHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return quietHandler{inner: h.inner.WithAttrs(attrs), min: h.min}
+	kept := make([]slog.Attr, len(attrs))
+	for i, a := range attrs {
+		kept[i] = withoutMessageValue(a)
+	}
+	return quietHandler{inner: h.inner.WithAttrs(kept), min: h.min}
+}
+
+// withoutMessageValue keeps only the type of the message a protoactor
+// record carries: protoactor logs whole messages (one it could not
+// serialize, a dead letter, an unknown one), and a grain's messages hold
+// seats' frames, hands included, which never go to a log.
+func withoutMessageValue(a slog.Attr) slog.Attr {
+	if a.Key != "message" || a.Value.Kind() != slog.KindAny {
+		return a
+	}
+	return slog.String(a.Key, fmt.Sprintf("%T", a.Value.Any()))
 }
 
 func (h quietHandler) WithGroup(name string) slog.Handler {

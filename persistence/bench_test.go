@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/persistence/pgtest"
@@ -214,4 +215,57 @@ func openEmbeddedB(b *testing.B) *persistence.EmbeddedStore {
 		}
 	})
 	return s
+}
+
+// BenchmarkPGClaimHerd claims 500 matches at once (8 logged intents each),
+// as a survivor does after a member's death, on the pool a 2-core member
+// gets by default (4 connections, 2 of them the group-commit writers'):
+// grouped claims against claims one at a time.
+func BenchmarkPGClaimHerd(b *testing.B) {
+	const herd, logged = 500, 8
+	for _, grouped := range []bool{true, false} {
+		name := "grouped"
+		if !grouped {
+			name = "one-at-a-time"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := pgtest.NewStore(b, persistence.WithMaxConns(4), persistence.WithGroupCommit(persistence.GroupCommitConfig{}))
+			if !grouped {
+				persistence.ClaimOneAtATime(s)
+			}
+			ctx := context.Background()
+			ids := make([]string, herd)
+			for i := range ids {
+				ids[i] = fmt.Sprintf("herd-%s-%d", name, i)
+				if err := s.CreateMatch(ctx, ids[i], []byte("meta")); err != nil {
+					b.Fatal(err)
+				}
+				rec, err := s.Claim(ctx, ids[i], "old")
+				if err != nil {
+					b.Fatal(err)
+				}
+				es := make([]persistence.LogEntry, logged)
+				for j := range es {
+					es[j] = persistence.LogEntry{Seq: int64(j + 1), Payload: make([]byte, 64)}
+				}
+				if err := s.Append(ctx, ids[i], rec.Epoch, es); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				var g errgroup.Group
+				for _, id := range ids {
+					g.Go(func() error {
+						_, err := s.Claim(ctx, id, "new")
+						return err
+					})
+				}
+				if err := g.Wait(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/herd")
+		})
+	}
 }

@@ -30,6 +30,13 @@ type PostgresStore struct {
 	pool   *pgxpool.Pool
 	logger *slog.Logger
 	group  *groupCommitter // nil when group commit is off
+	// claims runs claims on at most the pool's connections less the
+	// group-commit writers, gathering those that wait (groupclaim.go); nil
+	// with group commit off. pgxpool hands connections out in arrival
+	// order, so without the bound a herd of claims after a member's death
+	// (hundreds at once, each several round trips) queued every append of
+	// the member's running matches behind the whole herd.
+	claims *claimer
 	closed atomic.Bool
 	once   sync.Once
 	// unknownAppends counts appends whose outcome the database's absence
@@ -150,6 +157,7 @@ func OpenPostgres(ctx context.Context, url string, opts ...PostgresOption) (*Pos
 	s := &PostgresStore{pool: pool, logger: o.logger}
 	if o.group != nil {
 		s.group = newGroupCommitter(s, *o.group, o.observe)
+		s.claims = &claimer{store: s, workers: int(cfg.MaxConns) - o.group.Writers, batch: maxClaimBatch}
 	}
 	return s, nil
 }
@@ -230,7 +238,9 @@ func (s *PostgresStore) insertMatch(ctx context.Context, matchID string, meta []
 // until commit; fenced writes need that lock too, so the snapshot and log
 // read after it (READ COMMITTED: each statement sees everything committed
 // before it) include every write the old epoch got acknowledged, and no
-// old-epoch write can commit after it.
+// old-epoch write can commit after it. With group commit on, claims that
+// find the connections the writers leave busy wait and are claimed
+// together (groupclaim.go).
 func (s *PostgresStore) Claim(ctx context.Context, matchID, owner string) (Recovery, error) {
 	if err := s.check("claim"); err != nil {
 		return Recovery{}, err
@@ -238,6 +248,14 @@ func (s *PostgresStore) Claim(ctx context.Context, matchID, owner string) (Recov
 	if err := checkID("match id", matchID); err != nil {
 		return Recovery{}, err
 	}
+	if s.claims != nil {
+		return s.claims.claim(&claimReq{ctx: ctx, matchID: matchID, owner: owner, done: make(chan claimResult, 1)})
+	}
+	return s.claimOne(ctx, matchID, owner)
+}
+
+// claimOne is Claim of one match in a transaction of its own.
+func (s *PostgresStore) claimOne(ctx context.Context, matchID, owner string) (Recovery, error) {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return Recovery{}, fmt.Errorf("claim match %q: begin: %w", matchID, err)

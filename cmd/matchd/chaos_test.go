@@ -432,16 +432,18 @@ func TestClusterTakeoverAcrossEdges(t *testing.T) {
 }
 
 // Failover bounds of TestChaosFailoverTimes, kill -9 → the next intent
-// accepted. A crash is declared after one or two probe rounds (0.4 s each)
-// plus a suspicion of 1.2 s (ceiling 3.6 s when no second member confirms
-// it), then the survivor claims and rebuilds the match and the edge retries
-// the intent (docs/performance.md: median 1.82 s, worst 4.86 s over 20
-// kills). The bounds double that for the shared 2-core machine running the
-// suite, PostgreSQL and other work at once: under -race there, with a load
-// average near 30, 4 kills measured a median of 2.09 s and a worst of
-// 2.32 s (in docs/performance.md's history).
+// accepted. The seats are connected to a third member (the edge), which is
+// never killed: what is measured is the cluster's failover, not a client's
+// reconnection (deploy/measure.sh failover times that, with sessions on the
+// victim). A killed member's closed connections confirm its death at once
+// (docs/cluster.md §1.3), then the survivor claims and rebuilds the match and
+// the edge's retried request reaches it: 48, 56 and 259 ms over three kills
+// on a busy 2-core box (load average 13), 34–43 ms medians in make
+// chaos-smoke (-race nodes). The median's bound is the target of a failover
+// of few matches (1 s); the worst's leaves room for a kill that falls back
+// to memberlist's probes (up to about 4.9 s, docs/performance.md §3.3).
 const (
-	failoverMedianBound = 4 * time.Second
+	failoverMedianBound = time.Second
 	failoverWorstBound  = 10 * time.Second
 )
 

@@ -239,11 +239,15 @@ say "members: ${!memberOf[*]}"
 # end the players' connections), so matches owned by member1 are abandoned
 # and a new one created.
 for try in 1 2 3 4 5 6 7 8; do
-	ctl play --server "http://127.0.0.1:${http[1]}" --seed "$((40 + try))" --think 150ms --timeout 5m \
-		>"$tmp/play.log" 2>&1 &
+	# matchctl itself in the background, not through ctl: $! of a function
+	# is its subshell, and killing that left the player of an abandoned try
+	# writing on into the next try's log (which grep then read as binary).
+	playlog="$tmp/play$try.log"
+	"$tmp/bin/matchctl" play --token "$token" --server "http://127.0.0.1:${http[1]}" --seed "$((40 + try))" \
+		--think 150ms --timeout 5m >"$playlog" 2>&1 &
 	player=$!
-	poll 60 "the match id" grep -q 'match ' "$tmp/play.log"
-	id=$(grep -o 'match [A-Za-z0-9_-]*' "$tmp/play.log" | head -1 | cut -d' ' -f2)
+	poll 60 "the match id" grep -q 'match ' "$playlog"
+	id=$(grep -ao 'match [A-Za-z0-9_-]*' "$playlog" | head -1 | cut -d' ' -f2)
 	# The store's row exists from the match's creation, its owner only from
 	# its first activation (a member may refuse that for a moment).
 	owned() { [[ -n $(ctl match --server "http://127.0.0.1:${http[1]}" "$1" | json 'd["owner"]') ]]; }
@@ -261,8 +265,8 @@ done
 say "match $id is owned by $ownerName; stopping its container mid-match"
 podman stop -t 30 "${run}_${ownerName}_1" >>"$tmp/stop.log" 2>&1
 stopped=$SECONDS
-wait "$player" || { cat "$tmp/play.log" >&2; die "the match did not continue after $ownerName stopped"; }
-tail -3 "$tmp/play.log" | sed 's/^/  /' >&2
+wait "$player" || { cat "$playlog" >&2; die "the match did not continue after $ownerName stopped"; }
+tail -3 "$playlog" | sed 's/^/  /' >&2
 after=$(ctl match --server "http://127.0.0.1:${http[1]}" "$id")
 newOwner=$(json 'd["owner"]' <<<"$after")
 finished=$(json 'd["finished"]' <<<"$after")
