@@ -42,34 +42,14 @@ func TestPGClaimHerdLeavesAppendsAConnection(t *testing.T) {
 
 	// Another session locks the herd's rows: their claims wait inside
 	// their UPDATE, each on the pooled connection it took.
-	cfg, err := pgx.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.RuntimeParams["search_path"] = schema
-	locker, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = locker.Close(context.Background()) }() // the test's own session
-	tx, err := locker.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, "SELECT 1 FROM matches WHERE match_id LIKE 'herd-%' FOR UPDATE"); err != nil {
-		t.Fatal(err)
-	}
+	tx := lockMatches(t, ctx, schema, "match_id LIKE 'herd-%'")
 	var lockerPID uint32
 	if err := tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&lockerPID); err != nil {
 		t.Fatal(err)
 	}
 	// Counted from a session of its own: pg_stat_activity is read once
 	// per transaction.
-	watcher, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = watcher.Close(context.Background()) }() // the test's own session
+	watcher := schemaConn(t, ctx, schema)
 	blocked := func() int {
 		var n int
 		err := watcher.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))", lockerPID).Scan(&n)
@@ -123,4 +103,36 @@ func pollFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond) // polling the pool's state
 	}
+}
+
+// lockMatches locks the rows of matches that where selects (FOR UPDATE) in
+// a transaction of a session of the test's own, and returns the
+// transaction open: claims of those rows wait until it ends.
+func lockMatches(t *testing.T, ctx context.Context, schema, where string) pgx.Tx {
+	t.Helper()
+	tx, err := schemaConn(t, ctx, schema).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM matches WHERE "+where+" FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
+// schemaConn is a session of the test's own in schema, outside the
+// store's pool; it closes when the test ends.
+func schemaConn(t *testing.T, ctx context.Context, schema string) *pgx.Conn {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RuntimeParams["search_path"] = schema
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
 }

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/matchgrain/matchgrain/persistence"
 	"github.com/matchgrain/matchgrain/persistence/pgtest"
 )
@@ -87,16 +85,7 @@ func TestPGClaimTogether(t *testing.T) {
 	}
 
 	// One inconsistent log: the batch changes nothing, epochs included.
-	cfg, err := pgx.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.RuntimeParams["search_path"] = schema
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = conn.Close(context.Background()) }() // the test's own session
+	conn := schemaConn(t, ctx, schema)
 	if _, err := conn.Exec(ctx, "UPDATE matches SET last_seq = last_seq + 2 WHERE match_id = 'logged'"); err != nil {
 		t.Fatal(err)
 	}
@@ -136,23 +125,7 @@ func TestPGClaimHerdGrouped(t *testing.T) {
 		}
 		epochs[id] = rec.Epoch
 	}
-	cfg, err := pgx.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.RuntimeParams["search_path"] = schema
-	locker, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = locker.Close(context.Background()) }() // the test's own session
-	tx, err := locker.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, "SELECT 1 FROM matches FOR UPDATE"); err != nil {
-		t.Fatal(err)
-	}
+	tx := lockMatches(t, ctx, schema, "true")
 	// Each match is claimed twice: a batch takes a match once, so the
 	// second claim must bump its epoch again, after the first.
 	var wg sync.WaitGroup
@@ -200,24 +173,8 @@ func TestPGClaimTogetherSkipsLockedRows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg, err := pgx.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.RuntimeParams["search_path"] = schema
-	locker, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = locker.Close(context.Background()) }() // the test's own session
-	tx, err := locker.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx := lockMatches(t, ctx, schema, "match_id = 'c'")
 	defer func() { _ = tx.Rollback(context.Background()) }() // only a lock to release
-	if _, err := tx.Exec(ctx, "SELECT 1 FROM matches WHERE match_id = 'c' FOR UPDATE"); err != nil {
-		t.Fatal(err)
-	}
 	bctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	got, err := persistence.ClaimTogether(bctx, s, "new", ids)
