@@ -204,6 +204,11 @@ type acked struct {
 // did to it.
 type failoverSlot struct {
 	member int // the member its sessions and admin calls go to first
+	// nudge is closed at the kill if the slot's match was on the killed
+	// member, so that it sends at once instead of at its next tick; the
+	// other matches keep their pace (nudging them too added a burst of
+	// intents that no player would send at the survivors' busiest moment).
+	nudge chan struct{}
 
 	mu       sync.Mutex
 	matchID  string
@@ -228,15 +233,16 @@ func RunFailover(ctx context.Context, c FailoverConfig) (*FailoverReport, error)
 		return nil, err
 	}
 	n := len(c.Members)
+	var killed atomic.Int32 // the killed member's index, for failoverTransport
+	killed.Store(-1)
 	admins := make([]*client.Admin, n)
 	games := make([]string, n)
 	for i, m := range c.Members {
-		admins[i] = client.NewAdmin(m.Server, c.Token, &http.Client{Timeout: 10 * time.Second, Transport: failoverTransport(c.Members, i)})
+		admins[i] = client.NewAdmin(m.Server, c.Token, &http.Client{Timeout: 10 * time.Second, Transport: failoverTransport(c.Members, i, &killed)})
 		games[i] = gameAddr(m.Server)
 	}
 
 	var killAt atomic.Pointer[time.Time]
-	nudge := make(chan struct{})
 	slots := make([]*failoverSlot, c.Matches)
 	var connected atomic.Int64
 	var mu sync.Mutex
@@ -246,7 +252,7 @@ func RunFailover(ctx context.Context, c FailoverConfig) (*FailoverReport, error)
 	starting := make(chan struct{}, StartAtOnce)
 	var wg sync.WaitGroup
 	for i := range slots {
-		sl := &failoverSlot{member: i % n}
+		sl := &failoverSlot{member: i % n, nudge: make(chan struct{})}
 		slots[i] = sl
 		var counted sync.Once // the slot's first match connected, or failed trying
 		count := func() { counted.Do(func() { connected.Add(1) }) }
@@ -262,7 +268,7 @@ func RunFailover(ctx context.Context, c FailoverConfig) (*FailoverReport, error)
 					o.Fallback = append(o.Fallback, games[(sl.member+j)%n])
 				}
 				o.BotSeed = c.BotSeed + uint64(i)*2654435761 + k
-				o.Rate, o.ConnectionRate, o.Nudge = c.Rate, 0, nudge
+				o.Rate, o.ConnectionRate, o.Nudge = c.Rate, 0, sl.nudge
 				if o.Timeout <= 0 {
 					o.Timeout = 24 * time.Hour // a match at a human pace outlasts PlayMatch's default
 				}
@@ -344,10 +350,13 @@ func RunFailover(ctx context.Context, c FailoverConfig) (*FailoverReport, error)
 	now := time.Now()
 	killAt.Store(&now)
 	rep.KilledAt = now
+	killed.Store(int32(victim))
 	if err := c.Kill(c.Members[victim].PID); err != nil {
 		return nil, fmt.Errorf("kill member %s (pid %d): %w", rep.Victim, c.Members[victim].PID, err)
 	}
-	close(nudge)
+	for _, sl := range affected {
+		close(sl.nudge)
+	}
 	progress("killed %s (pid %d) at %s, owner of %d matches", rep.Victim, c.Members[victim].PID, now.UTC().Format(time.RFC3339Nano), len(affected))
 
 	deadline := time.NewTimer(c.Patience)
@@ -546,7 +555,20 @@ func getJSON(ctx context.Context, hc *http.Client, u, token string, out any) err
 // to the killed member ends so, and a session's ticket failing that way
 // cost it the client's whole second reconnect wait (2 s,
 // docs/performance.md §3.4).
-func failoverTransport(members []FailoverMember, first int) http.RoundTripper {
+//
+// Once the tool has killed a member (killed holds its index; -1 before),
+// requests skip it: a game's backend mints the tickets of a reconnecting
+// player, and it neither dies with a member nor asks the one its player
+// just lost. Asking it first had cost every reconnecting session 1.2 s
+// (p50; 2.1 s at most) in a dial the dying process's listener accepted
+// while the kernel was still closing its thousands of sockets.
+func failoverTransport(members []FailoverMember, first int, killed *atomic.Int32) http.RoundTripper {
+	// Keep-alive connections enough for a herd: with the default transport's
+	// two idle connections per member, each of thousands of reconnecting
+	// sessions' ticket requests opened (and closed) a connection of its own,
+	// on the cores the members need.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 0, 512
 	hosts := make([]string, len(members))
 	for j := range members {
 		u, err := url.Parse(members[(first+j)%len(members)].Server)
@@ -556,7 +578,10 @@ func failoverTransport(members []FailoverMember, first int) http.RoundTripper {
 	}
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		var last error
-		for _, h := range hosts {
+		for j, h := range hosts {
+			if int(killed.Load()) == (first+j)%len(members) {
+				continue
+			}
 			r := req.Clone(req.Context())
 			r.URL.Host, r.Host = h, ""
 			if req.GetBody != nil {
@@ -566,7 +591,7 @@ func failoverTransport(members []FailoverMember, first int) http.RoundTripper {
 				}
 				r.Body = body
 			}
-			resp, err := http.DefaultTransport.RoundTrip(r)
+			resp, err := tr.RoundTrip(r)
 			var op *net.OpError
 			if err != nil && (errors.As(err, &op) && op.Op == "dial" || repeatable(req) && connectionEnded(err)) {
 				last = err

@@ -358,11 +358,14 @@ func TestConfigValidate(t *testing.T) {
 // TestFailoverTransportMovesOnFromEndedConnections: a ticket request whose
 // connection to a member ends without an answer (a kept-alive connection
 // to a killed member) goes to the next member, as one that cannot be
-// dialled does; a match's creation is not sent twice.
+// dialled does; a match's creation is not sent twice; once the member is
+// known killed, nothing is sent to it.
 func TestFailoverTransportMovesOnFromEndedConnections(t *testing.T) {
 	// dead answers nothing: each connection is closed once a request came,
 	// as the kernel closes a killed process's sockets.
+	var deadHits atomic.Int64
 	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		deadHits.Add(1)
 		conn, _, err := http.NewResponseController(w).Hijack()
 		if err != nil {
 			t.Errorf("hijack: %v", err)
@@ -377,8 +380,10 @@ func TestFailoverTransportMovesOnFromEndedConnections(t *testing.T) {
 		_, _ = io.WriteString(w, `{}`)
 	}))
 	defer alive.Close()
+	var killed atomic.Int32
+	killed.Store(-1) // not known to be dead: the transport tries it first
 	hc := &http.Client{Timeout: 10 * time.Second,
-		Transport: failoverTransport([]FailoverMember{{Server: dead.URL}, {Server: alive.URL}}, 0)}
+		Transport: failoverTransport([]FailoverMember{{Server: dead.URL}, {Server: alive.URL}}, 0, &killed)}
 
 	resp, err := hc.Post(dead.URL+"/api/game/tickets", "application/json", strings.NewReader(`{"matchId":"m","seat":0}`))
 	if err != nil {
@@ -394,5 +399,17 @@ func TestFailoverTransportMovesOnFromEndedConnections(t *testing.T) {
 	}
 	if n := live.Load(); n != 1 {
 		t.Fatalf("%d requests reached the live member; a match's creation must not be repeated", n)
+	}
+
+	// Once the tool has killed the first member, requests skip it.
+	killed.Store(0)
+	before := deadHits.Load()
+	resp, err = hc.Post(dead.URL+"/api/game/tickets", "application/json", strings.NewReader(`{"matchId":"m","seat":0}`))
+	if err != nil {
+		t.Fatalf("ticket after the kill: %v", err)
+	}
+	_ = resp.Body.Close()
+	if d := deadHits.Load() - before; d != 0 || live.Load() != 2 {
+		t.Fatalf("ticket after the kill: %d requests to the killed member, %d to the live one in all; want 0 and 2", d, live.Load())
 	}
 }
