@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -70,7 +71,13 @@ func run(ctx context.Context, o config.Options, base *slog.Logger) error {
 	// gets the name from log.
 	log := base.With("node", o.Cluster.NodeName)
 	envelope.SetLogger(log)
-	if g := governor.NewGC(100, o.GCQuietPercent, governor.GCQuietMaxCycles, log); g != nil {
+	if os.Getenv("GOGC") == "" {
+		// The busy percent holds from the start; the governor, if on,
+		// lowers it while the node is quiet. GOGC set by the operator
+		// stands.
+		debug.SetGCPercent(o.GCBusyPercent)
+	}
+	if g := governor.NewGC(o.GCBusyPercent, o.GCQuietPercent, governor.GCQuietMaxCycles, log); g != nil {
 		gctx, stopGovernor := context.WithCancel(ctx)
 		defer stopGovernor()
 		go g.Run(gctx, governor.GCInterval)

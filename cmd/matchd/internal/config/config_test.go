@@ -123,3 +123,30 @@ func TestMaxClockSkew(t *testing.T) {
 		}
 	}
 }
+
+// TestGCPercents: the busy GOGC defaults to DefaultGCBusyPercent, and a
+// quiet percent at or above the busy one (which would raise the goal when
+// the node goes quiet) or a busy one out of range is refused.
+func TestGCPercents(t *testing.T) {
+	o, err := Parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.GCBusyPercent != DefaultGCBusyPercent || o.GCQuietPercent != 25 {
+		t.Fatalf("defaults: busy %d, quiet %d; want %d and 25", o.GCBusyPercent, o.GCQuietPercent, DefaultGCBusyPercent)
+	}
+	if o, err = Parse([]string{"--gc-busy-percent", "100", "--gc-quiet-percent", "0"}); err != nil || o.GCBusyPercent != 100 || o.GCQuietPercent != 0 {
+		t.Fatalf("busy 100, governor off: %+v, %v", o.GCBusyPercent, err)
+	}
+	for _, args := range [][]string{
+		{"--gc-busy-percent", "9"},
+		{"--gc-busy-percent", "1001"},
+		{"--gc-busy-percent", "40", "--gc-quiet-percent", "40"},
+		{"--gc-quiet-percent", "60"},
+		{"--gc-quiet-percent", "-1"},
+	} {
+		if _, err := Parse(args); err == nil || !strings.Contains(err.Error(), "gc-") {
+			t.Errorf("%v: %v, want refused", args, err)
+		}
+	}
+}
