@@ -23,7 +23,7 @@ type Timing struct {
 	// SnapshotEvery writes a snapshot after this many log entries (default 32).
 	SnapshotEvery int
 	// ResumeWindow is how many of a match's latest events its grain keeps in
-	// memory for resumes and resyncs (default 128, about 30 intents). A
+	// memory for resumes and resyncs (default 64, about 15 intents). A
 	// hello that resumes from further back gets its events rebuilt from the
 	// durable log; a resync from further back gets a snapshot
 	// (docs/protocol.md §4). Kept whole, the events of a long match were
@@ -46,7 +46,7 @@ func DefaultTiming() Timing {
 		ClockInterval:  5 * time.Second,
 		SeatKeepAlive:  2 * time.Second,
 		SnapshotEvery:  32,
-		ResumeWindow:   128,
+		ResumeWindow:   64,
 		IdleStop:       time.Minute,
 		BotThink:       time.Second,
 	}
