@@ -18,12 +18,14 @@ import (
 	"github.com/matchgrain/matchgrain/persistence"
 )
 
-// DefaultGCBusyPercent is the collector's GOGC while the node is busy. Half
-// of Go's 100: at 1,000 running matches it kept 70–73 instead of 93 KiB of
-// resident memory per match with node CPU per intent within the run-to-run
-// spread (docs/performance.md §2); a node that is short of CPU rather than
-// memory sets 100.
-const DefaultGCBusyPercent = 50
+// DefaultGCBusyPercent is the collector's GOGC while the node is busy, 40
+// instead of Go's 100: at 1,000 running matches (resume window 64) it kept
+// 60.5–61.4 KiB of resident memory per match against 64.5–66.1 at 50 (and
+// 93 at 100 with a window of 128), with node CPU per intent within the
+// run-to-run spread (docs/performance.md §2). The collector's CPU grows as 100/GOGC, a few
+// per cent of the node's at these settings; a node that is short of CPU
+// rather than memory sets 100.
+const DefaultGCBusyPercent = 40
 
 // Options is every setting of a node, from flags and MATCHD_* variables.
 type Options struct {
@@ -172,7 +174,7 @@ func Parse(args []string) (Options, error) {
 	metricsListen := fs.String("metrics-listen", "", "serve /metrics on this address only (e.g. a private 10.x:9100) instead of on --listen")
 	adminPrev := fs.String("admin-tokens-previous", "", "comma-separated admin tokens still accepted during a rotation (MATCHD_ADMIN_TOKENS_PREVIOUS)")
 	debugListen := fs.String("debug-listen", "", "loopback address (127.0.0.1:PORT) serving net/http/pprof under /debug/pprof/; empty: off")
-	gcBusyPercent := fs.Int("gc-busy-percent", DefaultGCBusyPercent, "GOGC while the node is busy (and always with --gc-quiet-percent 0): 50 keeps about a fifth less resident memory per running match than Go's 100 for about 1 % more of the machine's CPU; ignored when the GOGC environment variable is set")
+	gcBusyPercent := fs.Int("gc-busy-percent", DefaultGCBusyPercent, "GOGC while the node is busy (and always with --gc-quiet-percent 0): 40 keeps about a third less resident memory per running match than Go's 100 for a few per cent more of the node's CPU; ignored when the GOGC environment variable is set")
 	gcQuietPercent := fs.Int("gc-quiet-percent", 25, "GOGC while the node is quiet (it allocates so little for its heap that collections at this GOGC would come less than 0.6 times a second; --gc-busy-percent otherwise): less memory for quiet connections at little CPU; 0: off; below --gc-busy-percent; ignored when the GOGC environment variable is set")
 	procGov := fs.Bool("proc-governor", false, "run Go code on one processor while the node uses under 0.7 of a core, and on the default number from 0.8 of a core on: saves the threads woken for nothing between intents (docs/operations.md §8); ignored when the GOMAXPROCS environment variable is set")
 	demoDelay := fs.Duration("demo-delay", 400*time.Millisecond, "pause between bot moves in --demo")
