@@ -43,9 +43,9 @@ func awaitGauge(t *testing.T, p *proc, name string, want float64, d time.Duratio
 			}
 		}
 		// Not faster: a scrape is most of what an empty node allocates,
-		// and every half second kept its few MiB of heap busy by the GC
+		// and every half second it keeps a few MiB of heap busy by the GC
 		// governor's measure (collections at the quiet percent would come
-		// too often) once its busy percent was 50.
+		// too often) when the busy percent is below 100.
 		time.Sleep(2 * time.Second)
 	}
 	t.Fatalf("%s is %v after %v of an idle node, want %v", name, got, d, want)

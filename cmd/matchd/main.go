@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -71,12 +70,9 @@ func run(ctx context.Context, o config.Options, base *slog.Logger) error {
 	// gets the name from log.
 	log := base.With("node", o.Cluster.NodeName)
 	envelope.SetLogger(log)
-	if os.Getenv("GOGC") == "" {
-		// The busy percent holds from the start; the governor, if on,
-		// lowers it while the node is quiet. GOGC set by the operator
-		// stands.
-		debug.SetGCPercent(o.GCBusyPercent)
-	}
+	// The busy percent holds from the start; the governor, if on, lowers
+	// it while the node is quiet.
+	governor.SetBusyGC(o.GCBusyPercent)
 	if g := governor.NewGC(o.GCBusyPercent, o.GCQuietPercent, governor.GCQuietMaxCycles, log); g != nil {
 		gctx, stopGovernor := context.WithCancel(ctx)
 		defer stopGovernor()

@@ -57,11 +57,26 @@ const GCQuietMaxCycles = 0.6
 // judged per whole second.
 const GCInterval = time.Second
 
+// SetBusyGC sets the collector's GOGC to busy, the percent a GC governor
+// returns to, unless the operator set GOGC, whose choice it leaves alone;
+// it reports whether it set it. Call it at start, with or without a
+// governor.
+func SetBusyGC(busy int) bool {
+	if operatorGOGC() {
+		return false
+	}
+	debug.SetGCPercent(busy)
+	return true
+}
+
+// operatorGOGC reports whether the operator set GOGC in the environment.
+func operatorGOGC() bool { return os.Getenv("GOGC") != "" }
+
 // NewGC returns a governor that switches between busy and quiet
 // percents, or nil when quiet is 0 (off) or the operator set GOGC, whose
 // choice it leaves alone.
 func NewGC(busy, quiet int, maxCycles float64, log *slog.Logger) *GC {
-	if quiet <= 0 || os.Getenv("GOGC") != "" {
+	if quiet <= 0 || operatorGOGC() {
 		return nil
 	}
 	samples := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/live:bytes"}}

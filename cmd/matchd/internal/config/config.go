@@ -18,13 +18,11 @@ import (
 	"github.com/matchgrain/matchgrain/persistence"
 )
 
-// DefaultGCBusyPercent is the collector's GOGC while the node is busy, 40
-// instead of Go's 100: at 1,000 running matches (resume window 64) it kept
-// 60.5–61.4 KiB of resident memory per match against 64.5–66.1 at 50 (and
-// 93 at 100 with a window of 128), with node CPU per intent within the
-// run-to-run spread (docs/performance.md §2). The collector's CPU grows as 100/GOGC, a few
-// per cent of the node's at these settings; a node that is short of CPU
-// rather than memory sets 100.
+// DefaultGCBusyPercent is the collector's GOGC while the node is busy: 40
+// instead of Go's 100 keeps about a third less resident memory per running
+// match, with node CPU per intent within the run-to-run spread at a human
+// pace (docs/performance.md §2). The collector's CPU grows as 100/GOGC; a
+// node short of CPU rather than memory sets 100.
 const DefaultGCBusyPercent = 40
 
 // Options is every setting of a node, from flags and MATCHD_* variables.
