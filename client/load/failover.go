@@ -144,6 +144,10 @@ type FailoverReport struct {
 	// Slowest are the affected matches that took longest (at most 5, the
 	// never answered first): where to start reading the members' logs.
 	Slowest []SlowMatch `json:"slowest,omitempty"`
+	// Paths splits the answered matches by the way back their players
+	// took: sessions on the killed member reconnect; sessions on a
+	// survivor follow their grain to the same member or across to another.
+	Paths []FailoverPath `json:"paths,omitempty"`
 	// ClaimsPerSecond is Answered over the time from the kill to the last
 	// of them: how fast the survivors brought the herd back.
 	ClaimsPerSecond float64 `json:"claimsPerSecond"`
@@ -168,6 +172,9 @@ func (r *FailoverReport) WriteText(out io.Writer) {
 		}
 		fmt.Fprintln(out)
 	}
+	for _, p := range r.Paths {
+		fmt.Fprintf(out, "path %q: %d matches, p50 %.0f ms, p99 %.0f ms\n", p.Path, p.Answered, p.P50, p.P99)
+	}
 	for _, m := range r.Slowest {
 		fmt.Fprintf(out, "slow: match %s, sessions on member %d: %.0f ms (0: never)\n", m.MatchID, m.Member, m.Ms)
 	}
@@ -181,6 +188,51 @@ func (r *FailoverReport) WriteText(out io.Writer) {
 func (r *FailoverReport) Line() string {
 	return fmt.Sprintf("failover: affected=%d p50=%.0fms p99=%.0fms max=%.0fms never=%d lost=%d",
 		r.Affected, r.FailoverMs.P50, r.FailoverMs.P99, r.FailoverMs.Max, r.Never, r.Lost)
+}
+
+// FailoverPath is one of FailoverReport.Paths.
+type FailoverPath struct {
+	Path     string  `json:"path"`
+	Answered int     `json:"answered"`
+	P50      float64 `json:"p50"`
+	P99      float64 `json:"p99"`
+}
+
+// The paths of FailoverReport.Paths.
+const (
+	PathReconnected = "reconnected"        // sessions on the killed member
+	PathSameMember  = "grain came to them" // sessions on the member that took the match
+	PathAcross      = "grain went across"  // sessions on another survivor
+)
+
+// failoverPaths splits the answer times of affected by path; owners are
+// their owners after the failover (member ids, ids[i] that of member i).
+func failoverPaths(affected []*failoverSlot, owners, ids []string, victim int) []FailoverPath {
+	by := map[string][]time.Duration{}
+	for i, sl := range affected {
+		d := sl.answeredAfter()
+		if d <= 0 {
+			continue
+		}
+		path := PathAcross
+		switch {
+		case sl.member == victim:
+			path = PathReconnected
+		case owners[i] == ids[sl.member]:
+			path = PathSameMember
+		}
+		by[path] = append(by[path], d)
+	}
+	var paths []FailoverPath
+	for _, p := range []string{PathSameMember, PathAcross, PathReconnected} {
+		ts := by[p]
+		if len(ts) == 0 {
+			continue
+		}
+		slices.Sort(ts)
+		paths = append(paths, FailoverPath{Path: p, Answered: len(ts), P50: ms(Percentile(ts, 50)), P99: ms(Percentile(ts, 99))})
+	}
+	return paths
 }
 
 // SlowMatch is one of FailoverReport.Slowest.
@@ -407,12 +459,17 @@ wait:
 		rep.ClaimsPerSecond = float64(rep.Answered) / last.Seconds()
 	}
 	rep.Slowest = slowest(affected, 5)
+	survivor := (victim + 1) % n
+	if after, err := matchOwners(ctx, c.Members[survivor].Server, c.Token, affected); err == nil {
+		rep.Paths = failoverPaths(affected, after, ids, victim)
+	} else {
+		progress("owners after the failover: %v", err)
+	}
 
 	// The bots leave; then every affected match's last acknowledged
 	// intent is re-sent on a fresh connection to a survivor.
 	stopRun()
 	wg.Wait()
-	survivor := (victim + 1) % n
 	rep.Lost, rep.Unchecked = resendCheck(ctx, admins[survivor], games[survivor], affected)
 
 	mu.Lock()

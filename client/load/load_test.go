@@ -413,3 +413,29 @@ func TestFailoverTransportMovesOnFromEndedConnections(t *testing.T) {
 		t.Fatalf("ticket after the kill: %d requests to the killed member, %d to the live one in all; want 0 and 2", d, live.Load())
 	}
 }
+
+// TestFailoverPaths: the answered matches are split by the way back their
+// players took, each path with its own percentiles; a match that never
+// answered counts in none.
+func TestFailoverPaths(t *testing.T) {
+	ids := []string{"m0", "m1", "m2"} // member 1 is the victim
+	slot := func(member int, ms int) *failoverSlot {
+		return &failoverSlot{member: member, answered: time.Duration(ms) * time.Millisecond}
+	}
+	affected := []*failoverSlot{
+		slot(1, 3000), slot(1, 3200), // sessions on the victim
+		slot(0, 900), slot(2, 1100), // grain came to their member
+		slot(0, 2000), // grain went to member 2
+		slot(2, 0),    // never answered
+	}
+	owners := []string{"m0", "m2", "m0", "m2", "m2", "m0"}
+	got := failoverPaths(affected, owners, ids, 1)
+	want := []FailoverPath{
+		{Path: PathSameMember, Answered: 2, P50: 900, P99: 1100},
+		{Path: PathAcross, Answered: 1, P50: 2000, P99: 2000},
+		{Path: PathReconnected, Answered: 2, P50: 3000, P99: 3200},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("paths\n%+v\nwant\n%+v", got, want)
+	}
+}

@@ -109,6 +109,13 @@ func TestChaosFailoverWorkload(t *testing.T) {
 	if rep.FailoverMs.P50 <= 0 || rep.FailoverMs.Max < rep.FailoverMs.P99 || rep.FailoverMs.P99 < rep.FailoverMs.P50 {
 		t.Fatalf("failover times out of order: %+v", rep.FailoverMs)
 	}
+	inPaths := 0
+	for _, p := range rep.Paths {
+		inPaths += p.Answered
+	}
+	if inPaths != rep.Answered {
+		t.Fatalf("paths %+v hold %d answered matches, want all %d", rep.Paths, inPaths, rep.Answered)
+	}
 	lines := strings.Split(strings.TrimSpace(text.String()), "\n")
 	want := regexp.MustCompile(`^failover: affected=[0-9]+ p50=[0-9]+ms p99=[0-9]+ms max=[0-9]+ms never=[0-9]+ lost=[0-9]+$`)
 	if last := lines[len(lines)-1]; !want.MatchString(last) || last != rep.Line() {
