@@ -25,7 +25,14 @@ const (
 	DefaultLeaveTimeout      = 2 * time.Second
 	defaultNodeName          = "member"
 	remoteMaxRetryCount      = 2 // docs/cluster.md §5.3: writers stuck on dead peers must not stall shutdown
-	minHeartbeatExpiration   = time.Minute
+	// endpointWriterQueueSize is the initial capacity of the queue of
+	// messages to one peer (protoactor's ring grows by doubling). Its
+	// default, 1,000,000, made 16 MB of pointer slots per peer, for the
+	// collector to scan at every cycle, and a send to a dead peer's
+	// address allocated them again under protoactor's endpoint lock while
+	// every grain pushing to that peer waited (docs/cluster.md §5.1).
+	endpointWriterQueueSize = 1024
+	minHeartbeatExpiration  = time.Minute
 )
 
 // Config describes one cluster member. Only ClusterName, GossipAddr and

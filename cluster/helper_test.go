@@ -86,10 +86,11 @@ func TestHelperMember(t *testing.T) {
 	clustertest.RunMember(clustertest.MemberSpec{
 		Kinds: []*pcluster.Kind{counterKind()},
 		Handlers: map[string]clustertest.MemberHandler{
-			cmdInc:  incHandler,
-			cmdLoad: loadHandler,
-			cmdKeys: keysHandler,
-			cmdPID:  pidHandler,
+			cmdInc:      incHandler,
+			cmdLoad:     loadHandler,
+			cmdKeys:     keysHandler,
+			cmdPID:      pidHandler,
+			cmdGoneSend: goneSendHandler,
 		},
 		OnStart: startTestReclaimer,
 	})

@@ -262,6 +262,7 @@ func (n *Node) remoteConfig() (*remote.Config, error) {
 	}
 	rc := remote.Configure(host, port, opts...)
 	rc.MaxRetryCount = remoteMaxRetryCount
+	rc.EndpointWriterQueueSize = endpointWriterQueueSize
 	return rc, nil
 }
 
