@@ -65,6 +65,29 @@ type Config struct {
 	// application took to look; it must not block. A duplicate result
 	// (an intent re-sent after a reconnect) is not reported twice.
 	OnIntentResult func(r *protocol.ServerIntentResult, roundTrip time.Duration)
+	// OnReconnect, if set, is called each time the session has replaced a
+	// lost connection, with how it went (Reconnect): where a reconnect's
+	// time goes after a member died, seen from the client. It runs on the
+	// session's goroutine after the new ServerHello was delivered; it must
+	// not block.
+	OnReconnect func(Reconnect)
+}
+
+// Reconnect is how a session got a lost connection back: when it saw the
+// loss, how many attempts it took, and the phases of the one that
+// succeeded.
+type Reconnect struct {
+	// Lost is when the session saw its connection end; Done when it read
+	// the new connection's ServerHello.
+	Lost, Done time.Time
+	// Attempts counts the connection attempts, the successful one
+	// included (1: the first succeeded; more: failures and their Backoff
+	// waits are in Done minus Lost).
+	Attempts int
+	// Ticket, Dial and Hello are the successful attempt's phases: the
+	// Ticket call, the dial (TCP and the WebSocket upgrade), and from
+	// sending ClientHello to reading ServerHello.
+	Ticket, Dial, Hello time.Duration
 }
 
 // Session errors.
@@ -183,7 +206,7 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 		seat:     -1,
 		pingSent: make(map[int64]time.Time),
 	}
-	conn, err := s.connect(0)
+	conn, _, err := s.connect(0)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -428,9 +451,11 @@ func (s *Session) send(conn *Conn, f protocol.ClientFrame) error {
 }
 
 // connect makes attempts from number attempt on until one completes the
-// handshake, or MaxAttempts fail in a row.
-func (s *Session) connect(attempt int) (*Conn, error) {
+// handshake, or MaxAttempts fail in a row. The Reconnect has the attempts
+// made and the successful one's phases (Lost unset).
+func (s *Session) connect(attempt int) (*Conn, Reconnect, error) {
 	var last error
+	var rc Reconnect
 	for ; s.cfg.MaxAttempts < 0 || attempt < s.cfg.MaxAttempts; attempt++ {
 		wait := s.cfg.Backoff[min(attempt, len(s.cfg.Backoff)-1)]
 		if wait > 0 {
@@ -439,20 +464,21 @@ func (s *Session) connect(attempt int) (*Conn, error) {
 			case <-t.C:
 			case <-s.ctx.Done():
 				t.Stop()
-				return nil, fmt.Errorf("client: connect: %w", s.ctx.Err())
+				return nil, rc, fmt.Errorf("client: connect: %w", s.ctx.Err())
 			}
 		}
-		conn, err := s.attempt()
+		rc.Attempts++
+		conn, err := s.attempt(&rc)
 		if err == nil {
-			return conn, nil
+			return conn, rc, nil
 		}
 		last = err
 		if s.ctx.Err() != nil {
-			return nil, err
+			return nil, rc, err
 		}
 		if final := finalError(err); final != nil {
 			if !errors.Is(final, ErrSpectatorsFull) || !s.admitted() {
-				return nil, final
+				return nil, rc, final
 			}
 			// A session that was watching may be refused because of its
 			// own lost connection, which the match counts until the
@@ -461,7 +487,7 @@ func (s *Session) connect(attempt int) (*Conn, error) {
 		}
 		s.log.Info("client: connection attempt failed", "attempt", attempt+1, "err", err)
 	}
-	return nil, fmt.Errorf("%w after %d attempts: %w", ErrGaveUp, attempt, last)
+	return nil, rc, fmt.Errorf("%w after %d attempts: %w", ErrGaveUp, attempt, last)
 }
 
 // nextAddr is the address of the next connection attempt: Addr at first,
@@ -505,16 +531,21 @@ func (s *Session) admitted() bool {
 	return s.seat >= 0
 }
 
-// attempt dials, says hello and reads ServerHello.
-func (s *Session) attempt() (*Conn, error) {
+// attempt dials, says hello and reads ServerHello, timing each phase in rc.
+func (s *Session) attempt(rc *Reconnect) (*Conn, error) {
+	start := time.Now()
 	ticket, err := s.cfg.Ticket(s.ctx)
 	if err != nil {
 		return nil, fmt.Errorf("client: get ticket: %w", err)
 	}
+	ticketed := time.Now()
+	rc.Ticket = ticketed.Sub(start)
 	conn, err := Dial(s.ctx, s.nextAddr(), s.cfg.Dial)
 	if err != nil {
 		return nil, err
 	}
+	dialled := time.Now()
+	rc.Dial = dialled.Sub(ticketed)
 	// Close unblocks a Recv waiting for the hello.
 	stop := context.AfterFunc(s.ctx, func() { _ = conn.Close() })
 	defer stop()
@@ -538,6 +569,8 @@ func (s *Session) attempt() (*Conn, error) {
 		}
 		switch f := f.(type) {
 		case *protocol.ServerHello:
+			rc.Done = time.Now()
+			rc.Hello = rc.Done.Sub(dialled)
 			if err := s.adopt(conn, f); err != nil {
 				_ = conn.Close()
 				return nil, err
@@ -604,7 +637,8 @@ func (s *Session) run(conn *Conn) {
 			return
 		}
 		s.log.Info("client: connection lost; reconnecting", "err", err)
-		next, cerr := s.connect(0)
+		lost := time.Now()
+		next, rc, cerr := s.connect(0)
 		if cerr != nil {
 			s.finish(cerr)
 			return
@@ -613,6 +647,10 @@ func (s *Session) run(conn *Conn) {
 		s.reconnects++
 		s.mu.Unlock()
 		conn = next
+		if s.cfg.OnReconnect != nil {
+			rc.Lost = lost
+			s.cfg.OnReconnect(rc)
+		}
 	}
 }
 

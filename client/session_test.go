@@ -376,6 +376,64 @@ func TestSessionReportsIntentRoundTrips(t *testing.T) {
 	}
 }
 
+// TestSessionReportsReconnects: OnReconnect reports each replaced
+// connection once (not the first connection): when the loss was seen, the
+// attempts it took, and the successful attempt's phases, each timed and
+// within the whole reconnect.
+func TestSessionReportsReconnects(t *testing.T) {
+	e := newEnv(t)
+	p := newProxy(t, e.srv.TCPAddr)
+	var mu sync.Mutex
+	var got []client.Reconnect
+	const ticketWait = 30 * time.Millisecond
+	s := e.start(t, "tcp://"+p.addr(), 0, func(c *client.Config) {
+		c.MaxAttempts = -1
+		ticket := c.Ticket
+		c.Ticket = func(ctx context.Context) (string, error) {
+			time.Sleep(ticketWait)
+			return ticket(ctx)
+		}
+		c.OnReconnect = func(r client.Reconnect) {
+			mu.Lock()
+			got = append(got, r)
+			mu.Unlock()
+		}
+	})
+	waitFrame[*protocol.ServerSnapshot](t, s)
+	mu.Lock()
+	if len(got) != 0 {
+		t.Fatalf("the first connection was reported as a reconnect: %+v", got)
+	}
+	mu.Unlock()
+
+	// Down for a while: the attempts made meanwhile fail, and the one
+	// after it comes back succeeds.
+	cutAt := time.Now()
+	sendWhileCut(t, p, s)
+	const down = 150 * time.Millisecond
+	time.Sleep(down)
+	p.setDown(false)
+	waitFrame[*protocol.ServerIntentResult](t, s)
+	pollUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 1 })
+	mu.Lock()
+	r := got[0]
+	mu.Unlock()
+	if r.Lost.Before(cutAt) || !r.Done.After(r.Lost) || r.Done.Sub(r.Lost) < down {
+		t.Errorf("lost %v after the cut, done %v after the loss; want the loss after the cut and done at least %v later",
+			r.Lost.Sub(cutAt), r.Done.Sub(r.Lost), down)
+	}
+	if r.Attempts < 2 {
+		t.Errorf("%d attempts; want the failed ones while down counted too", r.Attempts)
+	}
+	if r.Ticket < ticketWait || r.Dial <= 0 || r.Hello <= 0 || r.Ticket+r.Dial+r.Hello > r.Done.Sub(r.Lost) {
+		t.Errorf("phases ticket %v, dial %v, hello %v in a reconnect of %v; want each timed (the ticket at least %v) and within it",
+			r.Ticket, r.Dial, r.Hello, r.Done.Sub(r.Lost), ticketWait)
+	}
+	if n := s.Reconnects(); n != 1 {
+		t.Errorf("Reconnects() = %d, want 1", n)
+	}
+}
+
 // TestSessionGapResync: a ServerEvents frame that skips seqs is withheld and
 // answered with a ClientResync.
 func TestSessionGapResync(t *testing.T) {

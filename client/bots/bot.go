@@ -92,6 +92,11 @@ type Stats struct {
 	// it happens (a load tool's time windows and live progress); it may be
 	// called from many goroutines at once. Set it before the first match.
 	Observe func(Observation)
+	// Reconnected, if set, sees every reconnect of a player's session
+	// (client.Config.OnReconnect; not a spectator's): where a failover's
+	// time goes on the clients' side. It may be called from many
+	// goroutines at once. Set it before the first match.
+	Reconnected func(client.Reconnect)
 
 	mu        sync.Mutex
 	latencies []time.Duration

@@ -147,6 +147,7 @@ func PlayMatch(ctx context.Context, admin *client.Admin, o MatchOptions) (MatchR
 			OnIntentResult: func(r *protocol.ServerIntentResult, roundTrip time.Duration) {
 				st.add(seat, r, roundTrip)
 			},
+			OnReconnect: st.Reconnected,
 		})
 		if err != nil {
 			for _, prev := range sessions[:seat] {

@@ -148,6 +148,11 @@ type FailoverReport struct {
 	// took: sessions on the killed member reconnect; sessions on a
 	// survivor follow their grain to the same member or across to another.
 	Paths []FailoverPath `json:"paths,omitempty"`
+	// Reconnects are the reconnects, after the kill, of the affected
+	// matches' sessions (those whose connections were on the killed
+	// member), phase by phase: where the "reconnected" path's time goes
+	// on the clients' side. Nil when there were none.
+	Reconnects *ReconnectPhases `json:"reconnects,omitempty"`
 	// ClaimsPerSecond is Answered over the time from the kill to the last
 	// of them: how fast the survivors brought the herd back.
 	ClaimsPerSecond float64 `json:"claimsPerSecond"`
@@ -174,6 +179,12 @@ func (r *FailoverReport) WriteText(out io.Writer) {
 	}
 	for _, p := range r.Paths {
 		fmt.Fprintf(out, "path %q: %d matches, p50 %.0f ms, p99 %.0f ms\n", p.Path, p.Answered, p.P50, p.P99)
+	}
+	if rp := r.Reconnects; rp != nil {
+		fmt.Fprintf(out, "reconnects: %d sessions (%d needed more than one attempt); p50/p99 ms: loss seen %.0f/%.0f after the kill, "+
+			"ticket %.0f/%.0f, dial %.0f/%.0f, hello %.0f/%.0f, back %.0f/%.0f after the kill\n",
+			rp.Sessions, rp.Retried, rp.LostMs.P50, rp.LostMs.P99, rp.TicketMs.P50, rp.TicketMs.P99,
+			rp.DialMs.P50, rp.DialMs.P99, rp.HelloMs.P50, rp.HelloMs.P99, rp.BackMs.P50, rp.BackMs.P99)
 	}
 	for _, m := range r.Slowest {
 		fmt.Fprintf(out, "slow: match %s, sessions on member %d: %.0f ms (0: never)\n", m.MatchID, m.Member, m.Ms)
@@ -235,6 +246,59 @@ func failoverPaths(affected []*failoverSlot, owners, ids []string, victim int) [
 	return paths
 }
 
+// ReconnectPhases is FailoverReport.Reconnects: client.Reconnect over the
+// sessions that reconnected, each phase's p50 and p99 in milliseconds.
+type ReconnectPhases struct {
+	Sessions int `json:"sessions"`
+	// Retried needed more than one connection attempt (their failed
+	// attempts and backoff waits are in BackMs, not in the phases).
+	Retried int `json:"retried"`
+	// LostMs: from the kill to the session seeing its connection end.
+	LostMs MsSpread `json:"lostMs"`
+	// TicketMs, DialMs and HelloMs: the successful attempt's phases.
+	TicketMs MsSpread `json:"ticketMs"`
+	DialMs   MsSpread `json:"dialMs"`
+	HelloMs  MsSpread `json:"helloMs"`
+	// BackMs: from the kill to the new connection's ServerHello.
+	BackMs MsSpread `json:"backMs"`
+}
+
+// MsSpread is a p50 and a p99 in milliseconds.
+type MsSpread struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+}
+
+// reconnectPhases summarizes the reconnects of affected after killAt; nil
+// if there were none.
+func reconnectPhases(affected []*failoverSlot, killAt time.Time) *ReconnectPhases {
+	var lost, ticket, dial, hello, back []time.Duration
+	retried := 0
+	for _, sl := range affected {
+		sl.mu.Lock()
+		for _, r := range sl.reconnects {
+			if r.Lost.Before(killAt) {
+				continue
+			}
+			lost, back = append(lost, r.Lost.Sub(killAt)), append(back, r.Done.Sub(killAt))
+			ticket, dial, hello = append(ticket, r.Ticket), append(dial, r.Dial), append(hello, r.Hello)
+			if r.Attempts > 1 {
+				retried++
+			}
+		}
+		sl.mu.Unlock()
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	spread := func(ds []time.Duration) MsSpread {
+		slices.Sort(ds)
+		return MsSpread{P50: ms(Percentile(ds, 50)), P99: ms(Percentile(ds, 99))}
+	}
+	return &ReconnectPhases{Sessions: len(lost), Retried: retried, LostMs: spread(lost), TicketMs: spread(ticket),
+		DialMs: spread(dial), HelloMs: spread(hello), BackMs: spread(back)}
+}
+
 // SlowMatch is one of FailoverReport.Slowest.
 type SlowMatch struct {
 	MatchID string `json:"matchId"`
@@ -266,6 +330,9 @@ type failoverSlot struct {
 	matchID  string
 	lastAck  acked         // the last accepted intent before the kill
 	answered time.Duration // kill → first accepted intent after it; 0: not yet
+	// reconnects are its sessions' reconnects (client.Reconnect), kept
+	// once the kill has come.
+	reconnects []client.Reconnect
 }
 
 // RunFailover plays c.Matches matches on the cluster at c.Rate, kills the
@@ -329,7 +396,10 @@ func RunFailover(ctx context.Context, c FailoverConfig) (*FailoverReport, error)
 					sl.matchID, sl.lastAck = id, acked{}
 					sl.mu.Unlock()
 				}
-				o.Stats = &bots.Stats{Observe: func(ob bots.Observation) { sl.observe(ob, killAt.Load()) }}
+				o.Stats = &bots.Stats{
+					Observe:     func(ob bots.Observation) { sl.observe(ob, killAt.Load()) },
+					Reconnected: func(r client.Reconnect) { sl.reconnected(r, killAt.Load()) },
+				}
 				release, ok := startSlot(runCtx, starting)
 				if !ok {
 					return
@@ -459,6 +529,7 @@ wait:
 		rep.ClaimsPerSecond = float64(rep.Answered) / last.Seconds()
 	}
 	rep.Slowest = slowest(affected, 5)
+	rep.Reconnects = reconnectPhases(affected, now)
 	survivor := (victim + 1) % n
 	if after, err := matchOwners(ctx, c.Members[survivor].Server, c.Token, affected); err == nil {
 		rep.Paths = failoverPaths(affected, after, ids, victim)
@@ -517,6 +588,17 @@ func (sl *failoverSlot) observe(o bots.Observation, killAt *time.Time) {
 	case sl.answered == 0:
 		sl.answered = max(o.At.Sub(*killAt), time.Nanosecond)
 	}
+}
+
+// reconnected keeps a reconnect of the slot's sessions once the kill has
+// come (before it, a slot has none to keep).
+func (sl *failoverSlot) reconnected(r client.Reconnect, killAt *time.Time) {
+	if killAt == nil {
+		return
+	}
+	sl.mu.Lock()
+	sl.reconnects = append(sl.reconnects, r)
+	sl.mu.Unlock()
 }
 
 func (sl *failoverSlot) answeredAfter() time.Duration {

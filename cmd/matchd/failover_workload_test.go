@@ -116,6 +116,20 @@ func TestChaosFailoverWorkload(t *testing.T) {
 	if inPaths != rep.Answered {
 		t.Fatalf("paths %+v hold %d answered matches, want all %d", rep.Paths, inPaths, rep.Answered)
 	}
+	// Both sessions of each match on the killed member reconnected, each
+	// phase timed, and back after the loss was seen.
+	reconnected := 0
+	for _, p := range rep.Paths {
+		if p.Path == load.PathReconnected {
+			reconnected = p.Answered
+		}
+	}
+	if rp := rep.Reconnects; reconnected > 0 {
+		if rp == nil || rp.Sessions < 2*reconnected || rp.TicketMs.P50 <= 0 || rp.DialMs.P50 <= 0 || rp.HelloMs.P50 <= 0 ||
+			rp.BackMs.P50 <= rp.LostMs.P50 || rp.BackMs.P99 < rp.BackMs.P50 {
+			t.Fatalf("reconnects %+v for %d matches on the killed member; want both sessions of each, every phase timed", rp, reconnected)
+		}
+	}
 	lines := strings.Split(strings.TrimSpace(text.String()), "\n")
 	want := regexp.MustCompile(`^failover: affected=[0-9]+ p50=[0-9]+ms p99=[0-9]+ms max=[0-9]+ms never=[0-9]+ lost=[0-9]+$`)
 	if last := lines[len(lines)-1]; !want.MatchString(last) || last != rep.Line() {
