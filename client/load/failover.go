@@ -240,8 +240,8 @@ func failoverPaths(affected []*failoverSlot, owners, ids []string, victim int) [
 		if len(ts) == 0 {
 			continue
 		}
-		slices.Sort(ts)
-		paths = append(paths, FailoverPath{Path: p, Answered: len(ts), P50: ms(Percentile(ts, 50)), P99: ms(Percentile(ts, 99))})
+		sp := msSpread(ts)
+		paths = append(paths, FailoverPath{Path: p, Answered: len(ts), P50: sp.P50, P99: sp.P99})
 	}
 	return paths
 }
@@ -291,12 +291,14 @@ func reconnectPhases(affected []*failoverSlot, killAt time.Time) *ReconnectPhase
 	if len(lost) == 0 {
 		return nil
 	}
-	spread := func(ds []time.Duration) MsSpread {
-		slices.Sort(ds)
-		return MsSpread{P50: ms(Percentile(ds, 50)), P99: ms(Percentile(ds, 99))}
-	}
-	return &ReconnectPhases{Sessions: len(lost), Retried: retried, LostMs: spread(lost), TicketMs: spread(ticket),
-		DialMs: spread(dial), HelloMs: spread(hello), BackMs: spread(back)}
+	return &ReconnectPhases{Sessions: len(lost), Retried: retried, LostMs: msSpread(lost), TicketMs: msSpread(ticket),
+		DialMs: msSpread(dial), HelloMs: msSpread(hello), BackMs: msSpread(back)}
+}
+
+// msSpread sorts ds and returns its p50 and p99.
+func msSpread(ds []time.Duration) MsSpread {
+	slices.Sort(ds)
+	return MsSpread{P50: ms(Percentile(ds, 50)), P99: ms(Percentile(ds, 99))}
 }
 
 // SlowMatch is one of FailoverReport.Slowest.

@@ -439,3 +439,29 @@ func TestFailoverPaths(t *testing.T) {
 		t.Fatalf("paths\n%+v\nwant\n%+v", got, want)
 	}
 }
+
+// TestReconnectPhases: the reconnects of the affected matches after the
+// kill, each phase's p50 and p99; one seen before the kill counts in none,
+// and one that took more than one attempt is counted as retried.
+func TestReconnectPhases(t *testing.T) {
+	kill := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return kill.Add(time.Duration(ms) * time.Millisecond) }
+	rc := func(lost, back, ticket, attempts int) client.Reconnect {
+		return client.Reconnect{Lost: at(lost), Done: at(back), Attempts: attempts,
+			Ticket: time.Duration(ticket) * time.Millisecond, Dial: 10 * time.Millisecond, Hello: 20 * time.Millisecond}
+	}
+	if got := reconnectPhases([]*failoverSlot{{}}, kill); got != nil {
+		t.Fatalf("no reconnects: %+v, want nil", got)
+	}
+	affected := []*failoverSlot{
+		{reconnects: []client.Reconnect{rc(100, 1000, 500, 1), rc(200, 1200, 700, 1)}},
+		{reconnects: []client.Reconnect{rc(-50, 300, 100, 1), rc(300, 3000, 900, 2)}},
+	}
+	got := reconnectPhases(affected, kill)
+	want := &ReconnectPhases{Sessions: 3, Retried: 1,
+		LostMs: MsSpread{200, 300}, TicketMs: MsSpread{700, 900}, DialMs: MsSpread{10, 10},
+		HelloMs: MsSpread{20, 20}, BackMs: MsSpread{1200, 3000}}
+	if *got != *want {
+		t.Fatalf("phases\n%+v\nwant\n%+v", *got, *want)
+	}
+}
