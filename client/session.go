@@ -32,8 +32,14 @@ type Config struct {
 	// a load balancer would send it to a live member: a member that died
 	// costs its sessions one refused dial, not a backoff. Empty: Addr only.
 	Fallback []string
-	// Ticket obtains a fresh ticket for each attempt. Required.
+	// Ticket obtains a fresh ticket for each attempt, except the first
+	// attempt after a lost connection, which uses the resume ticket the
+	// server gave the lost connection when it has one (docs/protocol.md §4
+	// point 7). Required.
 	Ticket TicketFunc
+	// NoResumeTickets: do not ask the server for resume tickets, so every
+	// attempt calls Ticket.
+	NoResumeTickets bool
 	// ClientBuild goes into ClientHello for the server's logs.
 	ClientBuild string
 	// Backoff is the wait before attempt i (the last value repeats);
@@ -85,9 +91,13 @@ type Reconnect struct {
 	// waits are in Done minus Lost).
 	Attempts int
 	// Ticket, Dial and Hello are the successful attempt's phases: the
-	// Ticket call, the dial (TCP and the WebSocket upgrade), and from
-	// sending ClientHello to reading ServerHello.
+	// Ticket call (zero with a resume ticket), the dial (TCP and the
+	// WebSocket upgrade), and from sending ClientHello to reading
+	// ServerHello.
 	Ticket, Dial, Hello time.Duration
+	// ResumeTicket: the successful attempt used the lost connection's
+	// resume ticket instead of calling Config.Ticket.
+	ResumeTicket bool
 }
 
 // Session errors.
@@ -122,7 +132,8 @@ var (
 // Frames reach the application through Frames in order: ServerHello on every
 // (re)connection, ServerSnapshot, ServerEvents (only events not seen before,
 // never with a gap except for hidden events), ServerIntentResult,
-// ServerClock and ServerError. Pings and pongs are handled inside.
+// ServerClock and ServerError. Pings, pongs and resume tickets are handled
+// inside.
 type Session struct {
 	cfg    Config
 	log    *slog.Logger
@@ -157,7 +168,15 @@ type Session struct {
 	// addrTurn counts connection attempts: the n-th dials address
 	// n mod (1+len(Fallback)), Addr being address 0.
 	addrTurn int
+	// resume is the newest ServerResumeTicket of the current connection
+	// (nil: none, or used). A bearer credential: never logged.
+	resume *protocol.ServerResumeTicket
 }
+
+// resumeMargin is how long a resume ticket must still live, by the
+// server's clock as the session estimates it, to be worth an attempt: one
+// that expires on the way is refused, and that costs a round trip.
+const resumeMargin = time.Second
 
 const maxMismatches = 32
 
@@ -456,8 +475,12 @@ func (s *Session) send(conn *Conn, f protocol.ClientFrame) error {
 func (s *Session) connect(attempt int) (*Conn, Reconnect, error) {
 	var last error
 	var rc Reconnect
+	atOnce := false
 	for ; s.cfg.MaxAttempts < 0 || attempt < s.cfg.MaxAttempts; attempt++ {
 		wait := s.cfg.Backoff[min(attempt, len(s.cfg.Backoff)-1)]
+		if atOnce {
+			wait, atOnce = 0, false
+		}
 		if wait > 0 {
 			t := time.NewTimer(wait)
 			select {
@@ -475,6 +498,17 @@ func (s *Session) connect(attempt int) (*Conn, Reconnect, error) {
 		last = err
 		if s.ctx.Err() != nil {
 			return nil, rc, err
+		}
+		if rc.ResumeTicket && ticketRefused(err) {
+			// The resume ticket was refused (expired by the server's
+			// clock, or its connection's match changed hands in a way that
+			// voided it): a fresh ticket at once, and the refusal does not
+			// count as a failed attempt.
+			s.log.Info("client: resume ticket refused; asking for a fresh ticket", "err", err)
+			rc.ResumeTicket = false
+			attempt--
+			atOnce = true
+			continue
 		}
 		if final := finalError(err); final != nil {
 			if !errors.Is(final, ErrSpectatorsFull) || !s.admitted() {
@@ -523,6 +557,37 @@ func finalError(err error) error {
 	return nil
 }
 
+// ticketRefused reports a connection closed because its ticket was refused
+// (close 4401).
+func ticketRefused(err error) bool {
+	var ce *CloseError
+	return errors.As(err, &ce) && ce.Code == protocol.CloseTicket
+}
+
+// takeResumeTicket returns the held resume ticket and forgets it (a ticket
+// opens one connection); its Ticket is "" when there is none that is
+// still good.
+func (s *Session) takeResumeTicket() protocol.ServerResumeTicket {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.resume
+	s.resume = nil
+	if r == nil || time.Now().Add(s.offset).Add(resumeMargin).UnixMilli() >= r.ExpiresAtMs {
+		return protocol.ServerResumeTicket{}
+	}
+	return *r
+}
+
+// keepResumeTicket puts back a resume ticket that was taken but never sent,
+// unless a newer one came meanwhile.
+func (s *Session) keepResumeTicket(r protocol.ServerResumeTicket) {
+	s.mu.Lock()
+	if s.resume == nil {
+		s.resume = &r
+	}
+	s.mu.Unlock()
+}
+
 // admitted reports whether a connection of this session has completed its
 // handshake.
 func (s *Session) admitted() bool {
@@ -534,14 +599,23 @@ func (s *Session) admitted() bool {
 // attempt dials, says hello and reads ServerHello, timing each phase in rc.
 func (s *Session) attempt(rc *Reconnect) (*Conn, error) {
 	start := time.Now()
-	ticket, err := s.cfg.Ticket(s.ctx)
-	if err != nil {
-		return nil, fmt.Errorf("client: get ticket: %w", err)
+	resume := s.takeResumeTicket()
+	ticket := resume.Ticket
+	rc.ResumeTicket = ticket != ""
+	if ticket == "" {
+		var err error
+		if ticket, err = s.cfg.Ticket(s.ctx); err != nil {
+			return nil, fmt.Errorf("client: get ticket: %w", err)
+		}
 	}
 	ticketed := time.Now()
 	rc.Ticket = ticketed.Sub(start)
 	conn, err := Dial(s.ctx, s.nextAddr(), s.cfg.Dial)
 	if err != nil {
+		if rc.ResumeTicket {
+			// Never sent: still good for the next attempt.
+			s.keepResumeTicket(resume)
+		}
 		return nil, err
 	}
 	dialled := time.Now()
@@ -550,9 +624,10 @@ func (s *Session) attempt(rc *Reconnect) (*Conn, error) {
 	stop := context.AfterFunc(s.ctx, func() { _ = conn.Close() })
 	defer stop()
 	s.mu.Lock()
-	resume := s.lastSeq
+	from := s.lastSeq
 	s.mu.Unlock()
-	hello := &protocol.ClientHello{ProtocolVersion: protocol.Version, Ticket: ticket, ClientBuild: s.cfg.ClientBuild, ResumeFromSeq: resume}
+	hello := &protocol.ClientHello{ProtocolVersion: protocol.Version, Ticket: ticket, ClientBuild: s.cfg.ClientBuild,
+		ResumeFromSeq: from, ResumeTickets: !s.cfg.NoResumeTickets}
 	if err := s.send(conn, hello); err != nil {
 		_ = conn.Close() // the attempt failed; report the send error
 		return nil, err
@@ -765,6 +840,14 @@ func (s *Session) handle(conn *Conn, f protocol.ServerFrame, readAt time.Time) b
 			rtt := time.Since(sent)
 			s.offset = time.UnixMilli(f.ServerTimeMs).Sub(sent.Add(rtt / 2))
 		}
+		s.mu.Unlock()
+		return true
+	case *protocol.ServerResumeTicket:
+		// Kept for the next reconnect, not delivered: the application has
+		// its own ticket source, and this one is only good for the seat
+		// this session already holds.
+		s.mu.Lock()
+		s.resume = f
 		s.mu.Unlock()
 		return true
 	case *protocol.ServerSnapshot:

@@ -58,8 +58,10 @@ func TestSpectatorsFull(t *testing.T) {
 	}
 	p := newProxy(t, strings.TrimPrefix(strings.TrimSuffix(srv.WSURL, "/game"), "ws://"))
 	first := &countedTickets{get: admin.TicketFunc(id, protocol.SeatSpectator)}
+	// Without resume tickets: the test holds the first spectator's
+	// reconnects at its ticket source.
 	watching, err := client.Start(ctx, client.Config{Addr: "ws://" + p.addr() + "/game", Ticket: first.ticket,
-		Backoff: quickBackoff, Logger: testLogger(t).With("spectator", "first")})
+		NoResumeTickets: true, Backoff: quickBackoff, Logger: testLogger(t).With("spectator", "first")})
 	if err != nil {
 		t.Fatalf("the first spectator: %v", err)
 	}

@@ -63,6 +63,10 @@ type Config struct {
 	// 2 KiB of memory per quiet connection saved, one goroutine start and
 	// a stack that grows again when the client speaks.
 	NoReaderParking bool
+	// NoResumeTickets stops the edge from sending ServerResumeTicket to the
+	// sessions that ask for it (docs/protocol.md §4 point 7): every
+	// reconnect then needs a ticket from the service that issues them.
+	NoResumeTickets bool
 	// WriteTimeout bounds every write to a client; a client that does not
 	// take a frame within it is disconnected (default 10 s).
 	WriteTimeout time.Duration

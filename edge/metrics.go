@@ -58,6 +58,7 @@ type metrics struct {
 	duplicates       prometheus.Counter
 	intentDuration   prometheus.Histogram
 	ticketsIssued    prometheus.Counter
+	resumeTickets    prometheus.Counter
 	matchesCreated   prometheus.Counter
 	httpReqs         *prometheus.CounterVec
 }
@@ -125,13 +126,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.ticketsIssued = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "matchgrain_edge_tickets_issued_total", Help: "Tickets issued by the HTTP API.",
 	})
+	m.resumeTickets = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "matchgrain_edge_resume_tickets_issued_total",
+		Help: "Resume tickets sent to connected sessions that asked for them (ServerResumeTicket).",
+	})
 	m.matchesCreated = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "matchgrain_edge_matches_created_total", Help: "Matches created by the HTTP API.",
 	})
 	m.httpReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "matchgrain_http_requests_total", Help: "HTTP requests, by route and status code.",
 	}, []string{"route", "code"})
-	collectors = append(collectors, closes, intents, results, m.duplicates, m.intentDuration, m.ticketsIssued, m.matchesCreated, m.httpReqs)
+	collectors = append(collectors, closes, intents, results, m.duplicates, m.intentDuration, m.ticketsIssued, m.resumeTickets, m.matchesCreated, m.httpReqs)
 	for _, c := range collectors {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register edge metrics: %w", err)

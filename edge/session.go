@@ -55,7 +55,10 @@ type session struct {
 	pingNonce   atomic.Int64
 	established atomic.Bool  // handshake complete
 	lastFrame   atomic.Int64 // Unix nanoseconds of the last client frame
-	seat        atomic.Pointer[seatRef]
+	// resumeDue is when the session's next ServerResumeTicket is due, in
+	// Unix nanoseconds; 0 when the session did not ask for them.
+	resumeDue atomic.Int64
+	seat      atomic.Pointer[seatRef]
 
 	// dlMu orders the reader's hello deadline (set, then cleared) against
 	// the writer's linger deadline, so that the linger is never overwritten.
@@ -407,6 +410,16 @@ func (s *session) handshake() bool {
 	s.lastFrame.Store(now.UnixNano())
 	s.lim = newLimiter(s.cfg, now)
 	s.established.Store(true)
+	if hello.ResumeTickets && !s.cfg.NoResumeTickets {
+		// After the hello's state, which OpenSeat has queued; the
+		// heartbeat timer sends the next ones.
+		s.sendResumeTicket(now)
+		if t, half := s.hb.Load(), s.srv.tickets.TTL()/2; t != nil && half < s.cfg.HeartbeatIdle {
+			// The heartbeat timer renews the ticket; it was armed for
+			// HeartbeatIdle when the connection came, later than this.
+			t.Reset(half)
+		}
+	}
 	handshakeDone(s.t) // a player now: no longer counts against MaxHandshakes
 	// From here the heartbeat timer ends a silent connection (heartbeat),
 	// not a read deadline: one set per frame was a runtime timer per
@@ -588,8 +601,8 @@ func (s *session) startHeartbeat() {
 
 // heartbeat queues a ServerPing when the client has been silent for
 // HeartbeatIdle (once per silence), closes the connection (4408) when it has
-// been silent for HeartbeatTimeout, and otherwise re-arms itself for the
-// next of the two. Before the handshake is done the hello's read deadline
+// been silent for HeartbeatTimeout, queues the session's next resume ticket
+// when it is due, and otherwise re-arms itself for the next of these. Before the handshake is done the hello's read deadline
 // bounds the connection instead.
 func (s *session) heartbeat() {
 	if s.isClosing() {
@@ -612,8 +625,35 @@ func (s *session) heartbeat() {
 			}
 			next = s.cfg.HeartbeatTimeout - idle
 		}
+		if due := s.resumeDue.Load(); due != 0 {
+			untilDue := time.Duration(due - now.UnixNano())
+			if untilDue <= 0 {
+				s.sendResumeTicket(now)
+				untilDue = time.Duration(s.resumeDue.Load() - now.UnixNano())
+			}
+			if untilDue > 0 {
+				next = min(next, untilDue)
+			}
+		}
 	}
 	s.hb.Load().Reset(next)
+}
+
+// sendResumeTicket queues a fresh ServerResumeTicket for the session's own
+// seat and sets when the next is due: at half the ticket's life, so the
+// client holds one that is good for a while whenever its connection dies.
+func (s *session) sendResumeTicket(now time.Time) {
+	t, err := s.srv.tickets.IssueAt(now, s.matchID, s.seatNo)
+	if err != nil {
+		// The match id and seat came from a verified ticket, so this is a
+		// broken random source: the session goes on without.
+		s.srv.log.Error("edge: issue resume ticket", "match", s.matchID, "seat", s.seatNo, "err", err)
+		s.resumeDue.Store(0)
+		return
+	}
+	s.resumeDue.Store(now.Add(s.srv.tickets.TTL() / 2).UnixNano())
+	s.send(&protocol.ServerResumeTicket{Ticket: t.Token, ExpiresAtMs: t.ExpiresAt.UnixMilli()})
+	s.srv.metrics.resumeTickets.Add(1)
 }
 
 // write sends a batch; on failure it drops the connection.

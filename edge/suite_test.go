@@ -35,6 +35,7 @@ func runEdgeSuite(t *testing.T, newMatches newMatchesFunc) {
 	t.Run("UnknownIntent", func(t *testing.T) { testUnknownIntent(t, newMatches) })
 	t.Run("Shutdown", func(t *testing.T) { testShutdown(t, newMatches) })
 	t.Run("Origin", func(t *testing.T) { testOrigin(t, newMatches) })
+	t.Run("ResumeTickets", func(t *testing.T) { testResumeTickets(t, newMatches) })
 }
 
 var (

@@ -438,7 +438,7 @@ func TestDecodeServerForwardCompatible(t *testing.T) {
 
 func TestDecodeServerRejects(t *testing.T) {
 	tests := []struct{ name, hex, substr string }{
-		{"unknown frame key", "92 08 90", "unknown server frame key 8"},
+		{"unknown frame key", "92 09 90", "unknown server frame key 9"},
 		{"events claim more than fit", "92 02 93 01 02 dc 0100 " + strings.Repeat("00", 300), "cannot fit"},
 		{"envelope without event", "92 02 93 01 01 91 91 01 00 00 00 00", "got 1 fields"},
 		{"nil event", "92 02 93 01 01 91 92 01 c0 00 00 00", "got nil"},

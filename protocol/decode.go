@@ -131,7 +131,10 @@ func (r *reader) clientFrame() ClientFrame {
 		if n > 3 {
 			v.ResumeFromSeq = r.i64("ClientHello.resumeFromSeq")
 		}
-		r.close(n, 4)
+		if n > 4 {
+			v.ResumeTickets = r.bool("ClientHello.resumeTickets")
+		}
+		r.close(n, 5)
 		f = v
 	case int64(ClientIntentKind):
 		v := &ClientIntent{}
@@ -306,6 +309,17 @@ func (r *reader) serverFrame() ServerFrame {
 			v.EventSeq = r.i64("ServerError.eventSeq")
 		}
 		r.close(n, 4)
+		f = v
+	case int64(ServerResumeTicketKind):
+		v := &ServerResumeTicket{}
+		n := r.open("ServerResumeTicket")
+		if n > 0 {
+			v.Ticket = r.str("ServerResumeTicket.ticket", 0, MaxTicketLen)
+		}
+		if n > 1 {
+			v.ExpiresAtMs = r.i64("ServerResumeTicket.expiresAtMs")
+		}
+		r.close(n, 2)
 		f = v
 	default:
 		r.fail("unknown server frame key %d", key)

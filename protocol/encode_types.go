@@ -97,11 +97,12 @@ func (e *encoder) clientFrame(f ClientFrame) {
 	switch v := f.(type) {
 	case *ClientHello:
 		if v != nil {
-			e.union(int(ClientHelloKind), 4)
+			e.union(int(ClientHelloKind), 5)
 			e.int(v.ProtocolVersion)
 			e.str(v.Ticket)
 			e.str(v.ClientBuild)
 			e.i64(v.ResumeFromSeq)
+			e.bool(v.ResumeTickets)
 			return
 		}
 	case *ClientIntent:
@@ -214,6 +215,13 @@ func (e *encoder) serverFrame(f ServerFrame) {
 			e.str(v.Message)
 			e.bool(v.Fatal)
 			e.i64(v.EventSeq)
+			return
+		}
+	case *ServerResumeTicket:
+		if v != nil {
+			e.union(int(ServerResumeTicketKind), 2)
+			e.str(v.Ticket)
+			e.i64(v.ExpiresAtMs)
 			return
 		}
 	}

@@ -26,6 +26,7 @@ const (
 	ServerPingKind         ServerFrameKind = 5
 	ServerPongKind         ServerFrameKind = 6
 	ServerErrorKind        ServerFrameKind = 7
+	ServerResumeTicketKind ServerFrameKind = 8
 )
 
 // ClientFrame is a frame a client sends: one of the Client* types below.
@@ -44,6 +45,10 @@ type ClientHello struct {
 	Ticket          string
 	ClientBuild     string
 	ResumeFromSeq   int64
+	// ResumeTickets asks the server for ServerResumeTicket frames
+	// (docs/protocol.md §4.7). It is opt-in because a client that does not
+	// know that frame would have to treat it as malformed.
+	ResumeTickets bool
 }
 
 // ClientIntent carries one intent. Intent is nil when the intent key was
@@ -152,6 +157,15 @@ func (*ClientPong) ClientFrameKind() ClientFrameKind { return ClientPongKind }
 // ClientFrameKind implements ClientFrame.
 func (*ClientLeave) ClientFrameKind() ClientFrameKind { return ClientLeaveKind }
 
+// ServerResumeTicket gives a session that asked for it (ClientHello.
+// ResumeTickets) a single-use ticket for its own seat, so that it can
+// reconnect without asking the service that issued its first ticket
+// (docs/protocol.md §4.7). Ticket is a bearer credential: never log it.
+type ServerResumeTicket struct {
+	Ticket      string
+	ExpiresAtMs int64
+}
+
 // ServerFrameKind implements ServerFrame.
 func (*ServerHello) ServerFrameKind() ServerFrameKind { return ServerHelloKind }
 
@@ -175,3 +189,6 @@ func (*ServerPong) ServerFrameKind() ServerFrameKind { return ServerPongKind }
 
 // ServerFrameKind implements ServerFrame.
 func (*ServerError) ServerFrameKind() ServerFrameKind { return ServerErrorKind }
+
+// ServerFrameKind implements ServerFrame.
+func (*ServerResumeTicket) ServerFrameKind() ServerFrameKind { return ServerResumeTicketKind }

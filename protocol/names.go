@@ -125,7 +125,7 @@ func (k ClientFrameKind) String() string { return name(clientFrameNames, int(k),
 
 var serverFrameNames = []string{
 	"ServerHello", "ServerSnapshot", "ServerEvents", "ServerIntentResult", "ServerClock",
-	"ServerPing", "ServerPong", "ServerError",
+	"ServerPing", "ServerPong", "ServerError", "ServerResumeTicket",
 }
 
 // String returns the frame name ("ServerEvents").

@@ -126,7 +126,7 @@ func sampleDecision() *DecisionEvent {
 // sampleClientFrames has one client frame per key, in key order.
 func sampleClientFrames() []ClientFrame {
 	return []ClientFrame{
-		&ClientHello{ProtocolVersion: Version, Ticket: "tkt_4f9c2a7e1b", ClientBuild: "unity-1.0.3", ResumeFromSeq: 120},
+		&ClientHello{ProtocolVersion: Version, Ticket: "tkt_4f9c2a7e1b", ClientBuild: "unity-1.0.3", ResumeFromSeq: 120, ResumeTickets: true},
 		&ClientIntent{IntentID: "3f2b8c1e-7d4a-4e55-9a10-2b6f0c9d8e71", BasedOnSeq: 57, Intent: Call{PrintingID: "S1-005", Slot: SlotFrontLeft}},
 		&ClientResync{FromSeq: 58, FullSnapshot: false},
 		&ClientPing{Nonce: 7, ClientTimeMs: 1767225600123},
@@ -154,6 +154,7 @@ func sampleServerFrames() []ServerFrame {
 		&ServerPing{Nonce: 11, ServerTimeMs: 1767225600500},
 		&ServerPong{Nonce: 7, ServerTimeMs: 1767225600130},
 		&ServerError{Code: ErrorMalformedFrame, Message: "malformed frame", Fatal: true, EventSeq: 123},
+		&ServerResumeTicket{Ticket: "AQx9e1f7c2b4a6d8e0f1a2b3c4d5e6f70000019b8f3a2c1000016d2d3030303031", ExpiresAtMs: 1765011660000},
 	}
 }
 

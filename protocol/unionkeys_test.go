@@ -19,7 +19,7 @@ var unionKeys = map[string]map[string]int{
 	},
 	"server frame": {
 		"ServerHello": 0, "ServerSnapshot": 1, "ServerEvents": 2, "ServerIntentResult": 3,
-		"ServerClock": 4, "ServerPing": 5, "ServerPong": 6, "ServerError": 7,
+		"ServerClock": 4, "ServerPing": 5, "ServerPong": 6, "ServerError": 7, "ServerResumeTicket": 8,
 	},
 	"intent": {
 		"Mulligan": 0, "FinishMulligan": 1, "Ride": 2, "SkipRide": 3, "Call": 4, "Move": 5,

@@ -84,6 +84,9 @@ func vectorCases(t testing.TB) []vectorCase {
 		value: &ClientHello{ProtocolVersion: Version, Ticket: "t", ClientBuild: "клиент-β", ResumeFromSeq: 0}})
 	add(vectorCase{name: "client/ClientHello/long-ticket", dir: "client", kind: "canonical", note: "str8 and uint16 forms",
 		value: &ClientHello{ProtocolVersion: Version, Ticket: strings.Repeat("T", 40), ClientBuild: "b", ResumeFromSeq: 40000}})
+	add(vectorCase{name: "client/ClientHello/no-resume-tickets", dir: "client", kind: "canonical",
+		note:  "a first connection that does not ask for ServerResumeTicket frames",
+		value: &ClientHello{ProtocolVersion: Version, Ticket: "t", ClientBuild: "b"}})
 	add(vectorCase{name: "client/ClientPing/int64-extremes", dir: "client", kind: "canonical",
 		note:  "numbers beyond 2^53: parse this JSON with a big-integer-aware reader",
 		value: &ClientPing{Nonce: -9223372036854775808, ClientTimeMs: 9223372036854775807}})
@@ -165,6 +168,8 @@ func vectorCases(t testing.TB) []vectorCase {
 	tol("wide-unsigned-ints", "client", "92 03 92 cf 0000000000000007 ce 00000008", "any integer width that fits", &ClientPing{Nonce: 7, ClientTimeMs: 8})
 	tol("wide-negative-ints", "client", "92 01 93 a1 61 d3 0000000000000000 92 07 93 d3 ffffffffffffffff d1 0003 c0",
 		"", &ClientIntent{IntentID: "a", Intent: Attack{AttackerSlot: -1, TargetSlot: 3}})
+	tol("hello-without-resume-tickets", "client", "92 00 94 01 a1 74 a1 62 05",
+		"a hello from a client older than resumeTickets: it gets no ServerResumeTicket", &ClientHello{ProtocolVersion: 1, Ticket: "t", ClientBuild: "b", ResumeFromSeq: 5})
 	tol("array16-headers", "client", "dc 0002 00 dc 0001 01", "", &ClientHello{ProtocolVersion: 1})
 	tol("str8-short-string", "client", "92 05 91 d9 03 616263", "", &ClientLeave{Reason: "abc"})
 	tol("intent-body-short", "client", "92 01 93 a1 61 00 92 04 91 "+mpStr("S1-005"), "", &ClientIntent{IntentID: "a", Intent: Call{PrintingID: "S1-005"}})
@@ -242,7 +247,7 @@ func vectorCases(t testing.TB) []vectorCase {
 	rej("depth-17", "client", "92 04 92 01"+strings.Repeat(" 91", 14)+" 90", m, "nesting is at most 16 deep", nil)
 	rej("hand-indexes-nil", "client", "92 01 93 a1 61 00 92 00 91 c0", m, "a list is never nil", nil)
 	rej("unknown-intent-then-trailing", "client", "92 01 93 a1 61 00 92 18 90 00", m, "", nil)
-	rej("unknown-frame-key", "server", "92 08 90", m, "", nil)
+	rej("unknown-frame-key", "server", "92 09 90", m, "", nil)
 	rej("nil-event", "server", "92 02 93 01 01 91 92 01 c0 00 00 00", m, "", nil)
 	rej("deck-size-of-one", "server", "92 02 93 01 01 91 92 01 92 00 92 00 91 31", m, "fixed arrays have exactly their length", nil)
 	rej("trailing-bytes", "server", "92 05 92 01 02 c0", m, "", nil)

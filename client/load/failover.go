@@ -181,9 +181,10 @@ func (r *FailoverReport) WriteText(out io.Writer) {
 		fmt.Fprintf(out, "path %q: %d matches, p50 %.0f ms, p99 %.0f ms\n", p.Path, p.Answered, p.P50, p.P99)
 	}
 	if rp := r.Reconnects; rp != nil {
-		fmt.Fprintf(out, "reconnects: %d sessions (%d needed more than one attempt); p50/p99 ms: loss seen %.0f/%.0f after the kill, "+
+		fmt.Fprintf(out, "reconnects: %d sessions (%d needed more than one attempt, %d came back with a resume ticket); "+
+			"p50/p99 ms: loss seen %.0f/%.0f after the kill, "+
 			"ticket %.0f/%.0f, dial %.0f/%.0f, hello %.0f/%.0f, back %.0f/%.0f after the kill\n",
-			rp.Sessions, rp.Retried, rp.LostMs.P50, rp.LostMs.P99, rp.TicketMs.P50, rp.TicketMs.P99,
+			rp.Sessions, rp.Retried, rp.Resumed, rp.LostMs.P50, rp.LostMs.P99, rp.TicketMs.P50, rp.TicketMs.P99,
 			rp.DialMs.P50, rp.DialMs.P99, rp.HelloMs.P50, rp.HelloMs.P99, rp.BackMs.P50, rp.BackMs.P99)
 	}
 	for _, m := range r.Slowest {
@@ -253,6 +254,9 @@ type ReconnectPhases struct {
 	// Retried needed more than one connection attempt (their failed
 	// attempts and backoff waits are in BackMs, not in the phases).
 	Retried int `json:"retried"`
+	// Resumed came back with the lost connection's resume ticket
+	// (client.Reconnect.ResumeTicket): their ticket phase is nearly nil.
+	Resumed int `json:"resumed"`
 	// LostMs: from the kill to the session seeing its connection end.
 	LostMs MsSpread `json:"lostMs"`
 	// TicketMs, DialMs and HelloMs: the successful attempt's phases.
@@ -273,7 +277,7 @@ type MsSpread struct {
 // if there were none.
 func reconnectPhases(affected []*failoverSlot, killAt time.Time) *ReconnectPhases {
 	var lost, ticket, dial, hello, back []time.Duration
-	retried := 0
+	retried, resumed := 0, 0
 	for _, sl := range affected {
 		sl.mu.Lock()
 		for _, r := range sl.reconnects {
@@ -285,13 +289,16 @@ func reconnectPhases(affected []*failoverSlot, killAt time.Time) *ReconnectPhase
 			if r.Attempts > 1 {
 				retried++
 			}
+			if r.ResumeTicket {
+				resumed++
+			}
 		}
 		sl.mu.Unlock()
 	}
 	if len(lost) == 0 {
 		return nil
 	}
-	return &ReconnectPhases{Sessions: len(lost), Retried: retried, LostMs: msSpread(lost), TicketMs: msSpread(ticket),
+	return &ReconnectPhases{Sessions: len(lost), Retried: retried, Resumed: resumed, LostMs: msSpread(lost), TicketMs: msSpread(ticket),
 		DialMs: msSpread(dial), HelloMs: msSpread(hello), BackMs: msSpread(back)}
 }
 

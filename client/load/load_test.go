@@ -450,15 +450,16 @@ func TestReconnectPhases(t *testing.T) {
 		return client.Reconnect{Lost: at(lost), Done: at(back), Attempts: attempts,
 			Ticket: time.Duration(ticket) * time.Millisecond, Dial: 10 * time.Millisecond, Hello: 20 * time.Millisecond}
 	}
+	resumed := func(r client.Reconnect) client.Reconnect { r.ResumeTicket = true; return r }
 	if got := reconnectPhases([]*failoverSlot{{}}, kill); got != nil {
 		t.Fatalf("no reconnects: %+v, want nil", got)
 	}
 	affected := []*failoverSlot{
-		{reconnects: []client.Reconnect{rc(100, 1000, 500, 1), rc(200, 1200, 700, 1)}},
+		{reconnects: []client.Reconnect{rc(100, 1000, 500, 1), resumed(rc(200, 1200, 700, 1))}},
 		{reconnects: []client.Reconnect{rc(-50, 300, 100, 1), rc(300, 3000, 900, 2)}},
 	}
 	got := reconnectPhases(affected, kill)
-	want := &ReconnectPhases{Sessions: 3, Retried: 1,
+	want := &ReconnectPhases{Sessions: 3, Retried: 1, Resumed: 1,
 		LostMs: MsSpread{200, 300}, TicketMs: MsSpread{700, 900}, DialMs: MsSpread{10, 10},
 		HelloMs: MsSpread{20, 20}, BackMs: MsSpread{1200, 3000}}
 	if *got != *want {

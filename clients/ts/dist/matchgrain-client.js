@@ -150,7 +150,7 @@ var CloseSpectatorsFull = 4429;
 var CloseInternal = 4500;
 var SeatSpectator = 2;
 var CLIENT_FRAMES = [
-  { key: 0, type: "ClientHello", fields: [{ "name": "protocolVersion", "t": { "k": "int" } }, { "name": "ticket", "t": { "k": "string" } }, { "name": "clientBuild", "t": { "k": "string" } }, { "name": "resumeFromSeq", "t": { "k": "int" } }] },
+  { key: 0, type: "ClientHello", fields: [{ "name": "protocolVersion", "t": { "k": "int" } }, { "name": "ticket", "t": { "k": "string" } }, { "name": "clientBuild", "t": { "k": "string" } }, { "name": "resumeFromSeq", "t": { "k": "int" } }, { "name": "resumeTickets", "t": { "k": "bool" } }] },
   { key: 1, type: "ClientIntent", fields: [{ "name": "intentId", "t": { "k": "string" } }, { "name": "basedOnSeq", "t": { "k": "int" } }, { "name": "intent", "t": { "k": "union", "name": "Intent" } }] },
   { key: 2, type: "ClientResync", fields: [{ "name": "fromSeq", "t": { "k": "int" } }, { "name": "fullSnapshot", "t": { "k": "bool" } }] },
   { key: 3, type: "ClientPing", fields: [{ "name": "nonce", "t": { "k": "int" } }, { "name": "clientTimeMs", "t": { "k": "int" } }] },
@@ -165,7 +165,8 @@ var SERVER_FRAMES = [
   { key: 4, type: "ServerClock", fields: [{ "name": "clock", "t": { "k": "dto", "name": "ClockView" } }, { "name": "eventSeq", "t": { "k": "int" } }] },
   { key: 5, type: "ServerPing", fields: [{ "name": "nonce", "t": { "k": "int" } }, { "name": "serverTimeMs", "t": { "k": "int" } }] },
   { key: 6, type: "ServerPong", fields: [{ "name": "nonce", "t": { "k": "int" } }, { "name": "serverTimeMs", "t": { "k": "int" } }] },
-  { key: 7, type: "ServerError", fields: [{ "name": "code", "t": { "k": "int", "enum": "ErrorCode" } }, { "name": "message", "t": { "k": "string" } }, { "name": "fatal", "t": { "k": "bool" } }, { "name": "eventSeq", "t": { "k": "int" } }] }
+  { key: 7, type: "ServerError", fields: [{ "name": "code", "t": { "k": "int", "enum": "ErrorCode" } }, { "name": "message", "t": { "k": "string" } }, { "name": "fatal", "t": { "k": "bool" } }, { "name": "eventSeq", "t": { "k": "int" } }] },
+  { key: 8, type: "ServerResumeTicket", fields: [{ "name": "ticket", "t": { "k": "string" } }, { "name": "expiresAtMs", "t": { "k": "int" } }] }
 ];
 var INTENTS = [
   { key: 0, type: "Mulligan", fields: [{ "name": "handIndexes", "t": { "k": "list", "of": { "k": "int" } } }] },
@@ -2004,6 +2005,7 @@ function diffValue(path, a, b, out) {
 
 // src/session.ts
 var DEFAULT_BACKOFF_MS = [0, 2e3, 1e4, 3e4];
+var RESUME_TICKET_MARGIN_MS = 1e3;
 var TicketRefused = class extends Error {
   constructor(message, cause) {
     super(message, cause === void 0 ? void 0 : { cause });
@@ -2084,6 +2086,8 @@ var Session = class _Session {
     this.everOpen = false;
     /** connecting is the socket of the attempt under way, closed if the session ends. */
     this.connecting = null;
+    /** resumeTicket is the newest ServerResumeTicket, for the first attempt after a loss; memory only, never logged. */
+    this.resumeTicket = null;
     this._offsetMs = 0;
     this.pingSent = /* @__PURE__ */ new Map();
     this.nonce = 0;
@@ -2098,6 +2102,7 @@ var Session = class _Session {
       url: cfg.url,
       ticket: cfg.ticket,
       clientBuild: cfg.clientBuild ?? "",
+      resumeTickets: cfg.resumeTickets ?? true,
       backoffMs: backoff.length ? backoff : [0],
       maxAttempts: cfg.maxAttempts ?? Math.max(backoff.length, 1),
       pingIntervalMs: cfg.pingIntervalMs ?? 15e3,
@@ -2283,6 +2288,7 @@ var Session = class _Session {
   finish(err) {
     if (this.ended) return;
     this.ended = true;
+    this.resumeTicket = null;
     this._err = this.leaving && !(err instanceof SessionError && err.code === "Replaced") ? null : err;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
@@ -2321,20 +2327,34 @@ var Session = class _Session {
       this.wakeups.add(wake);
     });
   }
-  /** connect makes attempts until one completes the handshake, or maxAttempts fail in a row. */
+  /**
+   * connect makes attempts until one completes the handshake, or maxAttempts
+   * fail in a row. The first attempt uses the resume ticket if the session
+   * holds a live one; its refusal (4401) is followed by an attempt with a
+   * fresh ticket at once, neither waiting nor counting against maxAttempts.
+   */
   async connect() {
     let last;
     let attempt = 0;
+    let wait = true;
     for (; this.cfg.maxAttempts < 0 || attempt < this.cfg.maxAttempts; attempt++) {
       const b = this.cfg.backoffMs;
-      await this.sleep(b[Math.min(attempt, b.length - 1)]);
+      if (wait) await this.sleep(b[Math.min(attempt, b.length - 1)]);
+      wait = true;
       if (this.ended) throw new SessionError("Closed", "client: session closed");
+      const resume = this.takeResumeTicket();
       try {
-        await this.attempt();
+        await this.attempt(resume);
         return;
       } catch (e) {
         last = e;
         if (this.ended) throw new SessionError("Closed", "client: session closed", e);
+        if (resume !== null && e instanceof CloseError && e.code === CloseTicket) {
+          this.cfg.log?.("client: resume ticket refused; trying a fresh ticket", { err: String(e) });
+          attempt--;
+          wait = false;
+          continue;
+        }
         if (fatalClose(e) || e instanceof TicketRefused) {
           throw new SessionError("Rejected", `client: rejected by the server: ${String(e)}`, e);
         }
@@ -2345,9 +2365,21 @@ var Session = class _Session {
     if (spectatorsFull(last)) throw spectatorsFullError(last, attempt);
     throw new SessionError("GaveUp", `client: could not connect after ${attempt} attempts: ${String(last)}`, last);
   }
-  /** attempt gets a ticket, dials, says hello and waits for ServerHello. */
-  async attempt() {
-    const ticket = await this.cfg.ticket();
+  /**
+   * takeResumeTicket returns the held resume ticket if it is still valid by
+   * the server's clock with a margin, or null, and forgets it either way:
+   * a ticket is single use, so even a failed attempt has spent it.
+   */
+  takeResumeTicket() {
+    const r = this.resumeTicket;
+    this.resumeTicket = null;
+    if (!r) return null;
+    const serverNow = Date.now() + this._offsetMs;
+    return Number(r.expiresAtMs) - RESUME_TICKET_MARGIN_MS > serverNow ? r.ticket : null;
+  }
+  /** attempt gets a ticket (unless given the resume ticket), dials, says hello and waits for ServerHello. */
+  async attempt(resume) {
+    const ticket = resume ?? await this.cfg.ticket();
     if (this.ended) throw new SessionError("Closed", "client: session closed");
     const ws = new this.WS(this.cfg.url);
     ws.binaryType = "arraybuffer";
@@ -2373,7 +2405,13 @@ var Session = class _Session {
         this.send(ws, {
           key: 0,
           type: "ClientHello",
-          body: { protocolVersion: Version, ticket, clientBuild: this.cfg.clientBuild, resumeFromSeq: this._lastSeq }
+          body: {
+            protocolVersion: Version,
+            ticket,
+            clientBuild: this.cfg.clientBuild,
+            resumeFromSeq: this._lastSeq,
+            resumeTickets: this.cfg.resumeTickets
+          }
         });
       };
       ws.onerror = () => {
@@ -2414,7 +2452,10 @@ var Session = class _Session {
     else throw new Error("client: the server sent a non-binary message");
     const f = decodeServerFrame(bytes);
     this.lastRecv = Date.now();
-    this.cfg.onWire?.({ dir: "in", frame: f, bytes: bytes.length, at: this.lastRecv });
+    if (this.cfg.onWire) {
+      const logged = f.type === "ServerResumeTicket" ? { ...f, body: { ...f.body, ticket: "…" } } : f;
+      this.cfg.onWire({ dir: "in", frame: logged, bytes: bytes.length, at: this.lastRecv });
+    }
     return f;
   }
   /** adopt makes ws the session's connection after its ServerHello, delivers the hello and re-sends unanswered intents. */
@@ -2520,6 +2561,9 @@ var Session = class _Session {
         }
         return;
       }
+      case "ServerResumeTicket":
+        if (this.cfg.resumeTickets) this.resumeTicket = f.body;
+        return;
       case "ServerSnapshot":
         this.takeSnapshot(f.body.view);
         this.deliver(f);

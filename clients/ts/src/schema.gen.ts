@@ -434,6 +434,7 @@ export interface ClientHello {
     ticket: string;
     clientBuild: string;
     resumeFromSeq: number;
+    resumeTickets: boolean;
   };
 }
 
@@ -587,6 +588,16 @@ export interface ServerError {
   };
 }
 
+/** Server frame 8: ServerResumeTicket. */
+export interface ServerResumeTicket {
+  key: 8;
+  type: "ServerResumeTicket";
+  body: {
+    ticket: string;
+    expiresAtMs: number;
+  };
+}
+
 /** ServerFrame is every server → client frame. */
 export type ServerFrame =
   | ServerHello
@@ -596,7 +607,8 @@ export type ServerFrame =
   | ServerClock
   | ServerPing
   | ServerPong
-  | ServerError;
+  | ServerError
+  | ServerResumeTicket;
 
 // ---- intents ----
 
@@ -1171,7 +1183,7 @@ export type Event =
 
 /** CLIENT_FRAMES is the wire schema of its union, in key order. */
 export const CLIENT_FRAMES: readonly UnionDef[] = [
-  { key: 0, type: "ClientHello", fields: [{"name":"protocolVersion","t":{"k":"int"}},{"name":"ticket","t":{"k":"string"}},{"name":"clientBuild","t":{"k":"string"}},{"name":"resumeFromSeq","t":{"k":"int"}}] as FieldDef[] },
+  { key: 0, type: "ClientHello", fields: [{"name":"protocolVersion","t":{"k":"int"}},{"name":"ticket","t":{"k":"string"}},{"name":"clientBuild","t":{"k":"string"}},{"name":"resumeFromSeq","t":{"k":"int"}},{"name":"resumeTickets","t":{"k":"bool"}}] as FieldDef[] },
   { key: 1, type: "ClientIntent", fields: [{"name":"intentId","t":{"k":"string"}},{"name":"basedOnSeq","t":{"k":"int"}},{"name":"intent","t":{"k":"union","name":"Intent"}}] as FieldDef[] },
   { key: 2, type: "ClientResync", fields: [{"name":"fromSeq","t":{"k":"int"}},{"name":"fullSnapshot","t":{"k":"bool"}}] as FieldDef[] },
   { key: 3, type: "ClientPing", fields: [{"name":"nonce","t":{"k":"int"}},{"name":"clientTimeMs","t":{"k":"int"}}] as FieldDef[] },
@@ -1189,6 +1201,7 @@ export const SERVER_FRAMES: readonly UnionDef[] = [
   { key: 5, type: "ServerPing", fields: [{"name":"nonce","t":{"k":"int"}},{"name":"serverTimeMs","t":{"k":"int"}}] as FieldDef[] },
   { key: 6, type: "ServerPong", fields: [{"name":"nonce","t":{"k":"int"}},{"name":"serverTimeMs","t":{"k":"int"}}] as FieldDef[] },
   { key: 7, type: "ServerError", fields: [{"name":"code","t":{"k":"int","enum":"ErrorCode"}},{"name":"message","t":{"k":"string"}},{"name":"fatal","t":{"k":"bool"}},{"name":"eventSeq","t":{"k":"int"}}] as FieldDef[] },
+  { key: 8, type: "ServerResumeTicket", fields: [{"name":"ticket","t":{"k":"string"}},{"name":"expiresAtMs","t":{"k":"int"}}] as FieldDef[] },
 ];
 
 /** INTENTS is the wire schema of its union, in key order. */

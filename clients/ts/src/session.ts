@@ -11,6 +11,7 @@ import {
   CloseProtocolViolation,
   CloseReplaced,
   CloseSpectatorsFull,
+  CloseTicket,
   CloseUnsupportedVersion,
   Version,
   type ClientFrame,
@@ -21,10 +22,18 @@ import {
   type ServerEvents,
   type ServerFrame,
   type ServerHello,
+  type ServerResumeTicket,
 } from "./schema.gen.js";
 
 /** DEFAULT_BACKOFF_MS is the wait before each reconnection attempt: at once, then 2, 10 and 30 seconds. */
 export const DEFAULT_BACKOFF_MS: readonly number[] = [0, 2_000, 10_000, 30_000];
+
+/**
+ * RESUME_TICKET_MARGIN_MS: a resume ticket that expires within this long
+ * (server time, by the session's clock offset estimate) is not used; the
+ * hello would arrive too late or the estimate may be off by that much.
+ */
+const RESUME_TICKET_MARGIN_MS = 1_000;
 
 /** WebSocketLike is what the session needs of a WebSocket: the browser's, or the `ws` package's in Node. */
 export interface WebSocketLike {
@@ -45,7 +54,9 @@ export type WebSocketConstructor = new (url: string) => WebSocketLike;
 
 /**
  * TicketSource returns a fresh ticket; the session calls it before every
- * attempt (tickets are single use). Any error counts as a failed attempt and
+ * attempt (tickets are single use), except the first attempt after a lost
+ * connection when it holds a resume ticket from the server
+ * (SessionConfig.resumeTickets). Any error counts as a failed attempt and
  * is retried, except TicketRefused, which ends the session.
  */
 export type TicketSource = () => Promise<string>;
@@ -63,7 +74,7 @@ export class TicketRefused extends Error {
   }
 }
 
-/** WireEntry is one frame in or out, for a protocol log. The ticket of a ClientHello is replaced by "…". */
+/** WireEntry is one frame in or out, for a protocol log. The ticket of a ClientHello or ServerResumeTicket is replaced by "…". */
 export interface WireEntry {
   dir: "in" | "out";
   frame: ServerFrame | ClientFrame;
@@ -80,6 +91,14 @@ export interface SessionConfig {
   ticket: TicketSource;
   /** clientBuild goes into ClientHello for the server's logs. */
   clientBuild?: string;
+  /**
+   * resumeTickets asks the server for ServerResumeTicket frames (default
+   * true): the first attempt after a lost connection then uses the newest
+   * one instead of calling ticket, which spares the ticket service a burst
+   * when a whole member's players reconnect at once (docs/protocol.md §4
+   * point 7). False: every attempt calls ticket.
+   */
+  resumeTickets?: boolean;
   /** backoffMs is the wait before attempt i (the last value repeats); default DEFAULT_BACKOFF_MS. */
   backoffMs?: readonly number[];
   /** maxAttempts failed attempts in a row end the session (default backoffMs.length; negative: never). */
@@ -185,7 +204,8 @@ const WS_OPEN = 1;
 
 /**
  * Session is a reconnecting protocol session for one seat. It performs the
- * handshake with a fresh ticket per attempt, keeps lastSeq, hides duplicate
+ * handshake with a fresh ticket per attempt (or, first after a lost
+ * connection, the server's resume ticket), keeps lastSeq, hides duplicate
  * events and event gaps (asking for a resync), re-sends unanswered intents
  * after a reconnect under their original intentId (the server answers
  * duplicate=true if it already applied one), pings when idle, and keeps a
@@ -194,7 +214,8 @@ const WS_OPEN = 1;
  * Frames reach listeners (onFrame) in order: ServerHello on every
  * (re)connection, ServerSnapshot, ServerEvents (only events not seen before,
  * never with a gap except for hidden events), ServerIntentResult,
- * ServerClock and ServerError. Pings and pongs are handled inside.
+ * ServerClock and ServerError. Pings, pongs and ServerResumeTicket (a
+ * secret the session keeps for its next reconnect) are handled inside.
  */
 export class Session {
   private readonly cfg: Required<Omit<SessionConfig, "WebSocket" | "onWire" | "log" | "clientBuild">> &
@@ -224,6 +245,8 @@ export class Session {
   private everOpen = false;
   /** connecting is the socket of the attempt under way, closed if the session ends. */
   private connecting: WebSocketLike | null = null;
+  /** resumeTicket is the newest ServerResumeTicket, for the first attempt after a loss; memory only, never logged. */
+  private resumeTicket: ServerResumeTicket["body"] | null = null;
   private _offsetMs = 0;
   private pingSent = new Map<number, number>();
   private nonce = 0;
@@ -243,6 +266,7 @@ export class Session {
       url: cfg.url,
       ticket: cfg.ticket,
       clientBuild: cfg.clientBuild ?? "",
+      resumeTickets: cfg.resumeTickets ?? true,
       backoffMs: backoff.length ? backoff : [0],
       maxAttempts: cfg.maxAttempts ?? Math.max(backoff.length, 1),
       pingIntervalMs: cfg.pingIntervalMs ?? 15_000,
@@ -443,6 +467,7 @@ export class Session {
   private finish(err: Error | null): void {
     if (this.ended) return;
     this.ended = true;
+    this.resumeTicket = null;
     this._err = this.leaving && !(err instanceof SessionError && err.code === "Replaced") ? null : err;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
@@ -485,20 +510,36 @@ export class Session {
     });
   }
 
-  /** connect makes attempts until one completes the handshake, or maxAttempts fail in a row. */
+  /**
+   * connect makes attempts until one completes the handshake, or maxAttempts
+   * fail in a row. The first attempt uses the resume ticket if the session
+   * holds a live one; its refusal (4401) is followed by an attempt with a
+   * fresh ticket at once, neither waiting nor counting against maxAttempts.
+   */
   private async connect(): Promise<void> {
     let last: unknown;
     let attempt = 0;
+    let wait = true;
     for (; this.cfg.maxAttempts < 0 || attempt < this.cfg.maxAttempts; attempt++) {
       const b = this.cfg.backoffMs;
-      await this.sleep(b[Math.min(attempt, b.length - 1)]!);
+      if (wait) await this.sleep(b[Math.min(attempt, b.length - 1)]!);
+      wait = true;
       if (this.ended) throw new SessionError("Closed", "client: session closed");
+      const resume = this.takeResumeTicket();
       try {
-        await this.attempt();
+        await this.attempt(resume);
         return;
       } catch (e) {
         last = e;
         if (this.ended) throw new SessionError("Closed", "client: session closed", e);
+        if (resume !== null && e instanceof CloseError && e.code === CloseTicket) {
+          // Used, expired by the server's clock, or from a key the node no
+          // longer has: only the ticket failed, so a fresh one goes at once.
+          this.cfg.log?.("client: resume ticket refused; trying a fresh ticket", { err: String(e) });
+          attempt--;
+          wait = false;
+          continue;
+        }
         if (fatalClose(e) || e instanceof TicketRefused) {
           throw new SessionError("Rejected", `client: rejected by the server: ${String(e)}`, e);
         }
@@ -513,9 +554,22 @@ export class Session {
     throw new SessionError("GaveUp", `client: could not connect after ${attempt} attempts: ${String(last)}`, last);
   }
 
-  /** attempt gets a ticket, dials, says hello and waits for ServerHello. */
-  private async attempt(): Promise<void> {
-    const ticket = await this.cfg.ticket();
+  /**
+   * takeResumeTicket returns the held resume ticket if it is still valid by
+   * the server's clock with a margin, or null, and forgets it either way:
+   * a ticket is single use, so even a failed attempt has spent it.
+   */
+  private takeResumeTicket(): string | null {
+    const r = this.resumeTicket;
+    this.resumeTicket = null;
+    if (!r) return null;
+    const serverNow = Date.now() + this._offsetMs;
+    return Number(r.expiresAtMs) - RESUME_TICKET_MARGIN_MS > serverNow ? r.ticket : null;
+  }
+
+  /** attempt gets a ticket (unless given the resume ticket), dials, says hello and waits for ServerHello. */
+  private async attempt(resume: string | null): Promise<void> {
+    const ticket = resume ?? (await this.cfg.ticket());
     if (this.ended) throw new SessionError("Closed", "client: session closed");
     const ws = new this.WS(this.cfg.url);
     ws.binaryType = "arraybuffer";
@@ -542,7 +596,13 @@ export class Session {
         this.send(ws, {
           key: 0,
           type: "ClientHello",
-          body: { protocolVersion: Version, ticket, clientBuild: this.cfg.clientBuild, resumeFromSeq: this._lastSeq },
+          body: {
+            protocolVersion: Version,
+            ticket,
+            clientBuild: this.cfg.clientBuild,
+            resumeFromSeq: this._lastSeq,
+            resumeTickets: this.cfg.resumeTickets,
+          },
         });
       };
       ws.onerror = () => {
@@ -587,7 +647,10 @@ export class Session {
     else throw new Error("client: the server sent a non-binary message");
     const f = decodeServerFrame(bytes);
     this.lastRecv = Date.now();
-    this.cfg.onWire?.({ dir: "in", frame: f, bytes: bytes.length, at: this.lastRecv });
+    if (this.cfg.onWire) {
+      const logged = f.type === "ServerResumeTicket" ? { ...f, body: { ...f.body, ticket: "…" } } : f;
+      this.cfg.onWire({ dir: "in", frame: logged, bytes: bytes.length, at: this.lastRecv });
+    }
     return f;
   }
 
@@ -700,6 +763,11 @@ export class Session {
         }
         return;
       }
+      case "ServerResumeTicket":
+        // Kept, not delivered: it is a secret, and only the session uses it.
+        // A server that sends one unasked is ignored.
+        if (this.cfg.resumeTickets) this.resumeTicket = f.body;
+        return;
       case "ServerSnapshot":
         this.takeSnapshot(f.body.view);
         this.deliver(f);

@@ -2,6 +2,7 @@
 // from this repository, embedded store, loopback ports), each losing its
 // connection once mid-match; their boards, kept from events, are checked
 // against every snapshot at the same eventSeq and against the final one.
+// And a session reconnects with the resume ticket matchd gave it.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
@@ -117,7 +118,9 @@ test("two sessions play a full match against matchd, each reconnecting once mid-
       }
       assert.deepEqual(diffBoards(s.board, boardFromView(r.final)), [], `seat ${seat}: final board differs`);
       assert.ok(s.reconnects >= 1, `seat ${seat}: the dropped connection was not re-established`);
-      assert.ok(ticketsAsked[seat]! >= 2, `seat ${seat}: a reconnect must use a fresh ticket`);
+      // A reconnect uses a fresh ticket, or the resume ticket matchd sent (docs/protocol.md §4 point 7).
+      const resumeTickets = wire[seat]!.filter((e) => e.dir === "in" && e.frame.type === "ServerResumeTicket").length;
+      assert.ok(ticketsAsked[seat]! >= 2 || resumeTickets > 0, `seat ${seat}: a reconnect must use a fresh ticket or a resume ticket`);
       assert.ok(r.intents > 10, `seat ${seat}: only ${r.intents} intents`);
       assert.equal(s.pendingIntents, 0, `seat ${seat}: intents left without a result`);
       assert.equal(s.seat, seat);
@@ -171,4 +174,50 @@ test("two sessions play a full match against matchd, each reconnecting once mid-
   }
   for (const s of sessions) assert.equal(s.err, null);
   t.diagnostic(`match played in ${((Date.now() - t0) / 1000).toFixed(1)} s (2 shared cores)`);
+});
+
+test("a session reconnects to matchd with its resume ticket, asking for one ticket in all", { timeout: 60_000 }, async () => {
+  const admin = new Admin(`http://${node.http}`, node.adminToken);
+  const decks = await admin.decks();
+  const matchId = await admin.createMatch(
+    [
+      { name: "TS A", deck: decks[0]!.id },
+      { name: "TS B", deck: decks[decks.length - 1]!.id },
+    ],
+    "20261203",
+  );
+  const source = admin.ticketSource(matchId, 0);
+  let ticketsAsked = 0;
+  const wire: WireEntry[] = [];
+  const s = await Session.start({
+    url: `ws://${node.http}/game`,
+    ticket: () => {
+      ticketsAsked++;
+      return source();
+    },
+    clientBuild: "matchgrain-ts-test-resume",
+    backoffMs: [0, 200, 500],
+    maxAttempts: -1,
+    onWire: (e) => wire.push(e),
+  });
+  try {
+    const gotTicket = () => wire.some((e) => e.dir === "in" && e.frame.type === "ServerResumeTicket");
+    for (let i = 0; i < 100 && !gotTicket(); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(gotTicket(), "matchd sent no ServerResumeTicket to a session that asked for one");
+    s.drop();
+    for (let i = 0; i < 200 && !(s.reconnects === 1 && s.state === "open"); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(s.reconnects, 1, `the session did not reconnect (state ${s.state}, err ${String(s.err)})`);
+    assert.equal(s.state, "open");
+    assert.equal(ticketsAsked, 1, "the reconnect asked for a ticket instead of using the resume ticket");
+    const hellos = wire.filter((e) => e.dir === "out" && e.frame.type === "ClientHello");
+    assert.equal(hellos.length, 2);
+    assert.ok(hellos.every((h) => h.frame.type === "ClientHello" && h.frame.body.resumeTickets && h.frame.body.ticket === "…"));
+    assert.ok(
+      wire.every((e) => e.frame.type !== "ServerResumeTicket" || e.frame.body.ticket === "…"),
+      "resume tickets must not reach the protocol log",
+    );
+  } finally {
+    await s.leave("test over", 3_000);
+  }
+  assert.equal(s.err, null);
 });

@@ -135,6 +135,7 @@ func Parse(args []string) (Options, error) {
 	hello := fs.Duration("hello-timeout", edge.DefaultHelloTimeout, "time a new connection has to send ClientHello")
 	hbIdle := fs.Duration("heartbeat-idle", edge.DefaultHeartbeatIdle, "send ServerPing after this long without a client frame")
 	hbTimeout := fs.Duration("heartbeat-timeout", edge.DefaultHeartbeatTimeout, "close (4408) this long after the last client frame")
+	resumeTickets := fs.Bool("resume-tickets", true, "send a connected session that asks for it a fresh single-use ticket for its own seat (ServerResumeTicket), so that it can reconnect without a new ticket from the ticket service; false: every reconnect needs one")
 	parkReaders := fs.Bool("park-readers", true, "a quiet connection's reader (after the hello and each keep-alive) waits on a fresh goroutine with the smallest stack: about 2 KiB less memory per quiet connection")
 	reclaim := fs.Duration("reclaim-interval", 30*time.Second, "how often this member wakes the unfinished matches it owns")
 	storeTimeout := fs.Duration("store-timeout", 5*time.Second, "bound of one store call of a match grain (an append, a claim); an append that outlasts it has an unknown outcome and stops the grain, which reactivates from the log")
@@ -260,7 +261,7 @@ func Parse(args []string) (Options, error) {
 	}
 	o.MetricsListen = *metricsListen
 	o.Edge = edge.Config{TicketTTL: *ttl, HelloTimeout: *hello, HeartbeatIdle: *hbIdle, HeartbeatTimeout: *hbTimeout,
-		RequestTimeout: requestTimeout, NoReaderParking: !*parkReaders, AllowedOrigins: splitList(*origins),
+		RequestTimeout: requestTimeout, NoReaderParking: !*parkReaders, NoResumeTickets: !*resumeTickets, AllowedOrigins: splitList(*origins),
 		PublicPlay: *publicPlay || *demo, PublicCreatesPerMinute: *publicCreates, PublicCreatesGlobalPerMinute: *publicCreatesGlobal,
 		AdminTokensPrevious: splitList(*adminPrev), SeparateMetrics: o.MetricsListen != "",
 		MaxConnections: *maxConns, MaxConnectionsPerAddress: *maxPerAddr, MaxHandshakes: *maxHandshakes,
