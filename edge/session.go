@@ -65,7 +65,9 @@ type session struct {
 	dlMu        sync.Mutex
 	lingerUntil time.Time
 
-	// Owned by the reader goroutine.
+	// Owned by the reader goroutine. matchID and seatNo are written once,
+	// by the handshake, before established and resumeDue are stored: the
+	// heartbeat reads them only after loading those.
 	lim     limiter
 	matchID string
 	seatNo  int
