@@ -58,3 +58,13 @@ func ClaimTogether(ctx context.Context, s *PostgresStore, owner string, matchIDs
 // ClaimOneAtATime has s claim each match in a transaction of its own, as
 // before grouped claims (benchmarks compare the two).
 func ClaimOneAtATime(s *PostgresStore) { s.claims.batch = 1 }
+
+// TicketBatches is how many batches of ticket consumptions s has run.
+func TicketBatches(s *PostgresStore) int64 { return s.tickets.batches.Load() }
+
+// TicketsQueued is how many ticket consumptions wait for a batch.
+func TicketsQueued(s *PostgresStore) int {
+	s.tickets.mu.Lock()
+	defer s.tickets.mu.Unlock()
+	return len(s.tickets.queue)
+}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -32,9 +30,6 @@ import (
 // maxClaimBatch bounds the matches claimed in one transaction.
 const maxClaimBatch = 128
 
-// claimBatchTimeout bounds a batch whose claims carry no deadline.
-const claimBatchTimeout = 10 * time.Second
-
 type claimReq struct {
 	ctx     context.Context
 	matchID string
@@ -47,79 +42,31 @@ type claimResult struct {
 	err error
 }
 
-// claimer gathers claims; at most workers run at once, each holding one
-// pooled connection (the pool less the group-commit writers).
+// claimer gathers claims into batches of one owner's claims, each match
+// once; at most workers run at once, each holding one pooled connection
+// (the pool less the group-commit writers). Tests and benchmarks set its
+// batch to 1 for claims one at a time.
 type claimer struct {
-	store   *PostgresStore
-	workers int
-	// batch is the most claims in one transaction (maxClaimBatch; tests
-	// and benchmarks set 1 for claims one at a time).
-	batch int
-
-	mu      sync.Mutex
-	queue   []*claimReq
-	running int
+	gatherer[*claimReq]
 }
 
-// claim queues r, starts a claimer if one is free, and returns r's
-// result. The claimer runs on a goroutine of its own, not the caller's: a
-// caller that became a claimer would otherwise answer only once it had
-// emptied the queue, last of the herd.
+func newClaimer(s *PostgresStore, workers int) *claimer {
+	return &claimer{gatherer[*claimReq]{workers: workers, batch: maxClaimBatch,
+		ctx:   func(r *claimReq) context.Context { return r.ctx },
+		key:   func(r *claimReq) string { return r.matchID },
+		joins: func(first, r *claimReq) bool { return r.owner == first.owner },
+		run:   s.claimBatch}}
+}
+
+// claim queues r and returns its result.
 func (c *claimer) claim(r *claimReq) (Recovery, error) {
-	c.mu.Lock()
-	c.queue = append(c.queue, r)
-	if c.running < c.workers {
-		c.running++
-		go c.work()
-	}
-	c.mu.Unlock()
+	c.add(r)
 	select {
 	case res := <-r.done:
 		return res.rec, res.err
 	case <-r.ctx.Done():
 		return Recovery{}, fmt.Errorf("claim match %q: %w", r.matchID, r.ctx.Err())
 	}
-}
-
-// work claims batches from the queue until it is empty.
-func (c *claimer) work() {
-	for {
-		batch := c.take()
-		if batch == nil {
-			return
-		}
-		c.store.claimBatch(batch)
-	}
-}
-
-// take removes the next batch from the queue: claims by the first one's
-// owner, each match once (a second claim of a match waits for the next
-// batch), whose callers still wait. nil when the queue is empty; the
-// worker is then no longer running.
-func (c *claimer) take() []*claimReq {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for len(c.queue) > 0 {
-		var batch, rest []*claimReq
-		seen := map[string]bool{}
-		for _, r := range c.queue {
-			switch {
-			case r.ctx.Err() != nil:
-				// Its caller left: nothing to claim for it.
-			case len(batch) < c.batch && (len(batch) == 0 || r.owner == batch[0].owner) && !seen[r.matchID]:
-				seen[r.matchID] = true
-				batch = append(batch, r)
-			default:
-				rest = append(rest, r)
-			}
-		}
-		c.queue = rest
-		if len(batch) > 0 {
-			return batch
-		}
-	}
-	c.running--
-	return nil
 }
 
 // claimBatch claims every match of batch and answers each request.
@@ -160,7 +107,7 @@ func (s *PostgresStore) claimBatch(batch []*claimReq) {
 // open transaction), and could deadlock with a transaction that locks
 // several of its rows in another order. Any error leaves nothing changed.
 func (s *PostgresStore) claimTogether(batch []*claimReq) (map[string]Recovery, error) {
-	ctx, cancel := batchContext(batch)
+	ctx, cancel := batchContext(batch, func(r *claimReq) context.Context { return r.ctx })
 	defer cancel()
 	ids := make([]string, len(batch))
 	for i, r := range batch {
@@ -250,21 +197,4 @@ func (s *PostgresStore) claimTogether(batch []*claimReq) (map[string]Recovery, e
 		return nil, fmt.Errorf("commit: %w", err)
 	}
 	return recs, nil
-}
-
-// batchContext bounds a batch by the latest deadline of its claims (or
-// claimBatchTimeout): a claim whose caller gives up earlier loses only its
-// answer, never its match's consistency.
-func batchContext(batch []*claimReq) (context.Context, context.CancelFunc) {
-	var latest time.Time
-	for _, r := range batch {
-		dl, ok := r.ctx.Deadline()
-		if !ok {
-			return context.WithTimeout(context.Background(), claimBatchTimeout)
-		}
-		if dl.After(latest) {
-			latest = dl
-		}
-	}
-	return context.WithDeadline(context.Background(), latest)
 }

@@ -37,8 +37,11 @@ type PostgresStore struct {
 	// (hundreds at once, each several round trips) queued every append of
 	// the member's running matches behind the whole herd.
 	claims *claimer
-	closed atomic.Bool
-	once   sync.Once
+	// tickets gathers ticket consumptions (nil without group commit: one
+	// statement each).
+	tickets *ticketer
+	closed  atomic.Bool
+	once    sync.Once
 	// unknownAppends counts appends whose outcome the database's absence
 	// left unknown and that the store settled itself (resolveAppend).
 	unknownAppends atomic.Uint64
@@ -157,7 +160,8 @@ func OpenPostgres(ctx context.Context, url string, opts ...PostgresOption) (*Pos
 	s := &PostgresStore{pool: pool, logger: o.logger}
 	if o.group != nil {
 		s.group = newGroupCommitter(s, *o.group, o.observe)
-		s.claims = &claimer{store: s, workers: int(cfg.MaxConns) - o.group.Writers, batch: maxClaimBatch}
+		s.claims = newClaimer(s, int(cfg.MaxConns)-o.group.Writers)
+		s.tickets = newTicketer(s)
 	}
 	return s, nil
 }
@@ -543,6 +547,14 @@ func (s *PostgresStore) ConsumeTicket(ctx context.Context, ticketID string, expi
 	if len(consumer) > MaxIDBytes {
 		return fmt.Errorf("persistence: ticket consumer length (%d) exceeds limit (%d)", len(consumer), MaxIDBytes)
 	}
+	if s.tickets != nil {
+		return s.tickets.consume(&ticketReq{ctx: ctx, ticketID: ticketID, expires: expiresAt, consumer: consumer, done: make(chan error, 1)})
+	}
+	return s.consumeOne(ctx, ticketID, expiresAt, consumer)
+}
+
+// consumeOne records one ticket in a statement of its own.
+func (s *PostgresStore) consumeOne(ctx context.Context, ticketID string, expiresAt time.Time, consumer string) error {
 	tag, err := s.pool.Exec(ctx, `INSERT INTO used_tickets (ticket_id, expires_at, consumer) VALUES ($1, $2, $3)
 		ON CONFLICT (ticket_id) DO UPDATE SET consumer = EXCLUDED.consumer
 		WHERE used_tickets.consumer = EXCLUDED.consumer AND EXCLUDED.consumer <> ''`, ticketID, expiresAt, consumer)
