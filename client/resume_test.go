@@ -3,7 +3,6 @@ package client_test
 import (
 	"context"
 	"crypto/rand"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,8 +19,7 @@ import (
 func TestSessionReconnectsWithResumeTicket(t *testing.T) {
 	e := newEnv(t)
 	p := newProxy(t, e.srv.TCPAddr)
-	var mu sync.Mutex
-	var got []client.Reconnect
+	var got reconnects
 	var calls atomic.Int64
 	// A long second step: a fresh ticket that waited for it would take
 	// the test past its deadline below.
@@ -33,11 +31,7 @@ func TestSessionReconnectsWithResumeTicket(t *testing.T) {
 			calls.Add(1)
 			return ticket(ctx)
 		}
-		c.OnReconnect = func(r client.Reconnect) {
-			mu.Lock()
-			got = append(got, r)
-			mu.Unlock()
-		}
+		c.OnReconnect = got.record
 	})
 	waitFrame[*protocol.ServerSnapshot](t, s)
 	reconnect := func(n int) client.Reconnect {
@@ -49,10 +43,7 @@ func TestSessionReconnectsWithResumeTicket(t *testing.T) {
 		}
 		waitFrame[*protocol.ServerIntentResult](t, s)
 		p.cut()
-		pollUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == n })
-		mu.Lock()
-		defer mu.Unlock()
-		return got[n-1]
+		return got.nth(t, n)
 	}
 
 	for i := 1; i <= 2; i++ {

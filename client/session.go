@@ -500,10 +500,10 @@ func (s *Session) connect(attempt int) (*Conn, Reconnect, error) {
 			return nil, rc, err
 		}
 		if rc.ResumeTicket && ticketRefused(err) {
-			// The resume ticket was refused (expired by the server's
-			// clock, or its connection's match changed hands in a way that
-			// voided it): a fresh ticket at once, and the refusal does not
-			// count as a failed attempt.
+			// Only the resume ticket was refused (expired by the server's
+			// clock, or signed with a key the server no longer accepts):
+			// a fresh ticket at once, and the refusal does not count as a
+			// failed attempt.
 			s.log.Info("client: resume ticket refused; asking for a fresh ticket", "err", err)
 			rc.ResumeTicket = false
 			attempt--

@@ -380,11 +380,37 @@ func TestSessionReportsIntentRoundTrips(t *testing.T) {
 // connection once (not the first connection): when the loss was seen, the
 // attempts it took, and the successful attempt's phases, each timed and
 // within the whole reconnect.
+// reconnects records what a session's Config.OnReconnect reports.
+type reconnects struct {
+	mu  sync.Mutex
+	got []client.Reconnect
+}
+
+func (r *reconnects) record(rc client.Reconnect) {
+	r.mu.Lock()
+	r.got = append(r.got, rc)
+	r.mu.Unlock()
+}
+
+func (r *reconnects) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.got)
+}
+
+// nth waits for the n-th report (from 1) and returns it.
+func (r *reconnects) nth(t *testing.T, n int) client.Reconnect {
+	t.Helper()
+	pollUntil(t, func() bool { return r.count() >= n })
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.got[n-1]
+}
+
 func TestSessionReportsReconnects(t *testing.T) {
 	e := newEnv(t)
 	p := newProxy(t, e.srv.TCPAddr)
-	var mu sync.Mutex
-	var got []client.Reconnect
+	var got reconnects
 	const ticketWait = 30 * time.Millisecond
 	s := e.start(t, "tcp://"+p.addr(), 0, func(c *client.Config) {
 		c.MaxAttempts = -1
@@ -393,18 +419,12 @@ func TestSessionReportsReconnects(t *testing.T) {
 			time.Sleep(ticketWait)
 			return ticket(ctx)
 		}
-		c.OnReconnect = func(r client.Reconnect) {
-			mu.Lock()
-			got = append(got, r)
-			mu.Unlock()
-		}
+		c.OnReconnect = got.record
 	})
 	waitFrame[*protocol.ServerSnapshot](t, s)
-	mu.Lock()
-	if len(got) != 0 {
-		t.Fatalf("the first connection was reported as a reconnect: %+v", got)
+	if n := got.count(); n != 0 {
+		t.Fatalf("the first connection was reported as a reconnect (%d reports)", n)
 	}
-	mu.Unlock()
 
 	// Down for a while: the attempts made meanwhile fail, and the one
 	// after it comes back succeeds.
@@ -414,10 +434,7 @@ func TestSessionReportsReconnects(t *testing.T) {
 	time.Sleep(down)
 	p.setDown(false)
 	waitFrame[*protocol.ServerIntentResult](t, s)
-	pollUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 1 })
-	mu.Lock()
-	r := got[0]
-	mu.Unlock()
+	r := got.nth(t, 1)
 	if r.Lost.Before(cutAt) || !r.Done.After(r.Lost) || r.Done.Sub(r.Lost) < down {
 		t.Errorf("lost %v after the cut, done %v after the loss; want the loss after the cut and done at least %v later",
 			r.Lost.Sub(cutAt), r.Done.Sub(r.Lost), down)

@@ -604,8 +604,9 @@ func (s *session) startHeartbeat() {
 // heartbeat queues a ServerPing when the client has been silent for
 // HeartbeatIdle (once per silence), closes the connection (4408) when it has
 // been silent for HeartbeatTimeout, queues the session's next resume ticket
-// when it is due, and otherwise re-arms itself for the next of these. Before the handshake is done the hello's read deadline
-// bounds the connection instead.
+// when it is due, and otherwise re-arms itself for the next of these.
+// Before the handshake is done the hello's read deadline bounds the
+// connection instead.
 func (s *session) heartbeat() {
 	if s.isClosing() {
 		return

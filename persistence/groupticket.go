@@ -92,8 +92,7 @@ func (s *PostgresStore) consumeBatch(batch []*ticketReq) {
 }
 
 // consumeTogether records the tickets of batch (distinct ids) in one
-// statement and returns those now recorded for their consumer: new ones,
-// and ones the same consumer had recorded before (a retried attach).
+// statement, within the latest of their deadlines (recordTickets).
 func (s *PostgresStore) consumeTogether(batch []*ticketReq) (map[string]bool, error) {
 	ctx, cancel := batchContext(batch, func(r *ticketReq) context.Context { return r.ctx })
 	defer cancel()
@@ -103,25 +102,35 @@ func (s *PostgresStore) consumeTogether(batch []*ticketReq) (map[string]bool, er
 	for i, r := range batch {
 		ids[i], expires[i], consumers[i] = r.ticketID, r.expires, r.consumer
 	}
+	return s.recordTickets(ctx, ids, expires, consumers)
+}
+
+// recordTickets records tickets (distinct ids, with their expiries and
+// consumers) in one statement and returns those now recorded for their
+// consumer: new ones, and ones the same consumer had recorded before (a
+// retried attach). A ticket recorded for another consumer, or for none
+// (an empty consumer is never anyone's retry), is not returned: used.
+// Every consumption goes through this one statement, alone or gathered.
+func (s *PostgresStore) recordTickets(ctx context.Context, ids []string, expires []time.Time, consumers []string) (map[string]bool, error) {
 	rows, err := s.pool.Query(ctx, `INSERT INTO used_tickets (ticket_id, expires_at, consumer)
 		SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::text[])
 		ON CONFLICT (ticket_id) DO UPDATE SET consumer = EXCLUDED.consumer
 		WHERE used_tickets.consumer = EXCLUDED.consumer AND EXCLUDED.consumer <> ''
 		RETURNING ticket_id`, ids, expires, consumers)
 	if err != nil {
-		return nil, fmt.Errorf("consume %d tickets: %w", len(batch), err)
+		return nil, fmt.Errorf("consume %d tickets: %w", len(ids), err)
 	}
 	defer rows.Close()
-	taken := make(map[string]bool, len(batch))
+	taken := make(map[string]bool, len(ids))
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("consume %d tickets: %w", len(batch), err)
+			return nil, fmt.Errorf("consume %d tickets: %w", len(ids), err)
 		}
 		taken[id] = true
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("consume %d tickets: %w", len(batch), err)
+		return nil, fmt.Errorf("consume %d tickets: %w", len(ids), err)
 	}
 	return taken, nil
 }

@@ -555,14 +555,12 @@ func (s *PostgresStore) ConsumeTicket(ctx context.Context, ticketID string, expi
 
 // consumeOne records one ticket in a statement of its own.
 func (s *PostgresStore) consumeOne(ctx context.Context, ticketID string, expiresAt time.Time, consumer string) error {
-	tag, err := s.pool.Exec(ctx, `INSERT INTO used_tickets (ticket_id, expires_at, consumer) VALUES ($1, $2, $3)
-		ON CONFLICT (ticket_id) DO UPDATE SET consumer = EXCLUDED.consumer
-		WHERE used_tickets.consumer = EXCLUDED.consumer AND EXCLUDED.consumer <> ''`, ticketID, expiresAt, consumer)
+	taken, err := s.recordTickets(ctx, []string{ticketID}, []time.Time{expiresAt}, []string{consumer})
 	if err != nil {
-		// The ticket id is a bearer secret's identifier: keep it out of errors.
+		// The ticket id is a bearer secret's identifier: errors never name it.
 		return fmt.Errorf("consume ticket: %w", err)
 	}
-	if tag.RowsAffected() == 0 {
+	if !taken[ticketID] {
 		return fmt.Errorf("consume ticket: %w", ErrTicketUsed)
 	}
 	return nil
