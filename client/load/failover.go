@@ -158,9 +158,13 @@ type FailoverReport struct {
 	ClaimsPerSecond float64 `json:"claimsPerSecond"`
 	// Machine is this machine from the kill to the last answer (the
 	// database's share with DatabasePID).
-	Machine    *MachineUsage `json:"machine,omitempty"`
-	Errors     int           `json:"errors"`
-	FirstError string        `json:"firstError,omitempty"`
+	Machine *MachineUsage `json:"machine,omitempty"`
+	// SurvivorCPUMsPerMatch is the survivors' CPU from the kill to the
+	// last answer, per match answered: the work the herd cost them, less
+	// noisy than its latency on a machine whose cores it fills.
+	SurvivorCPUMsPerMatch float64 `json:"survivorCpuMsPerMatch,omitempty"`
+	Errors                int     `json:"errors"`
+	FirstError            string  `json:"firstError,omitempty"`
 }
 
 // WriteText writes the report for a person to read; its last line is the
@@ -174,6 +178,9 @@ func (r *FailoverReport) WriteText(out io.Writer) {
 		fmt.Fprintf(out, "machine during the herd: %.2f of %d cores busy, %.2f of them this load generator", m.BusyCores, m.CPUs, m.LoadGeneratorCores)
 		if m.DatabaseCores != nil {
 			fmt.Fprintf(out, ", %.2f the database", *m.DatabaseCores)
+		}
+		if m.ServerCores != nil {
+			fmt.Fprintf(out, ", %.2f the survivors (%.2f ms of their CPU per match answered)", *m.ServerCores, r.SurvivorCPUMsPerMatch)
 		}
 		fmt.Fprintln(out)
 	}
@@ -476,7 +483,13 @@ func RunFailover(ctx context.Context, c FailoverConfig) (*FailoverReport, error)
 	}
 	rep.Affected = len(affected)
 
-	machine := machineWatch{dbPID: c.DatabasePID}
+	var survivors []int
+	for i, m := range c.Members {
+		if i != victim {
+			survivors = append(survivors, m.PID)
+		}
+	}
+	machine := machineWatch{dbPID: c.DatabasePID, serverPIDs: survivors}
 	machine.markStart()
 	now := time.Now()
 	killAt.Store(&now)
@@ -520,6 +533,9 @@ wait:
 	}
 	machine.markEnd()
 	rep.Machine = machine.usage()
+	if cpu := machine.serverCPU(); cpu > 0 && rep.Answered > 0 {
+		rep.SurvivorCPUMsPerMatch = ms(cpu) / float64(rep.Answered)
+	}
 	rep.Never = rep.Affected - rep.Answered
 	var times []time.Duration
 	for _, sl := range affected {

@@ -17,4 +17,7 @@ type MachineUsage struct {
 	// --database-pid: its postmaster and its backends, those that ended
 	// within the window included. Absent without the flag.
 	DatabaseCores *float64 `json:"databaseCores,omitempty"`
+	// ServerCores is the share of the server processes the run was given
+	// (a failover's survivors), summed. Absent without them.
+	ServerCores *float64 `json:"serverCores,omitempty"`
 }

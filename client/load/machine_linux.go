@@ -20,6 +20,9 @@ type machineWatch struct {
 	dbPID             int
 	db0, db1          time.Duration // the database's processes' CPU
 	dbOK              bool          // both readings of the database worked
+	serverPIDs        []int
+	srv0, srv1        time.Duration // the server processes' CPU, summed
+	srvOK             bool          // every reading of them worked
 	cpus              int
 	busy0, total0     uint64 // /proc/stat jiffies
 	self0             time.Duration
@@ -37,6 +40,28 @@ func (m *machineWatch) markStart() {
 	if m.dbPID > 0 {
 		m.db0, m.dbOK = proccpu.Tree(m.dbPID)
 	}
+	m.srv0, m.srvOK = treesCPU(m.serverPIDs)
+}
+
+// serverCPU is the server processes' CPU over the window (0 unknown).
+func (m *machineWatch) serverCPU() time.Duration {
+	if !m.srvOK || !m.finished {
+		return 0
+	}
+	return m.srv1 - m.srv0
+}
+
+// treesCPU sums proccpu.Tree over pids; ok only if there are some and
+// every one could be read.
+func treesCPU(pids []int) (sum time.Duration, ok bool) {
+	for _, pid := range pids {
+		cpu, read := proccpu.Tree(pid)
+		if !read {
+			return 0, false
+		}
+		sum += cpu
+	}
+	return sum, len(pids) > 0
 }
 
 func (m *machineWatch) markEnd() {
@@ -50,6 +75,11 @@ func (m *machineWatch) markEnd() {
 		var ok bool
 		m.db1, ok = proccpu.Tree(m.dbPID)
 		m.dbOK = m.dbOK && ok
+	}
+	if m.srvOK {
+		var ok bool
+		m.srv1, ok = treesCPU(m.serverPIDs)
+		m.srvOK = ok
 	}
 }
 
@@ -70,6 +100,10 @@ func (m *machineWatch) usage() *MachineUsage {
 	if m.dbOK {
 		cores := (m.db1 - m.db0).Seconds() / secs
 		u.DatabaseCores = &cores
+	}
+	if m.srvOK {
+		cores := (m.srv1 - m.srv0).Seconds() / secs
+		u.ServerCores = &cores
 	}
 	return u
 }

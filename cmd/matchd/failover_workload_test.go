@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -134,6 +135,10 @@ func TestChaosFailoverWorkload(t *testing.T) {
 			t.Fatalf("reconnects %+v for %d matches on the killed member; want a session of each at least, with resume tickets, every phase timed",
 				rp, reconnected)
 		}
+	}
+	// The survivors' work through the herd, read from their processes.
+	if m := rep.Machine; runtime.GOOS == "linux" && (m == nil || m.ServerCores == nil || *m.ServerCores <= 0 || rep.SurvivorCPUMsPerMatch <= 0) {
+		t.Fatalf("machine %+v, survivors' CPU per match %.3f ms: want the survivors' CPU through the herd", m, rep.SurvivorCPUMsPerMatch)
 	}
 	lines := strings.Split(strings.TrimSpace(text.String()), "\n")
 	want := regexp.MustCompile(`^failover: affected=[0-9]+ p50=[0-9]+ms p99=[0-9]+ms max=[0-9]+ms never=[0-9]+ lost=[0-9]+$`)
