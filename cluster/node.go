@@ -49,9 +49,14 @@ type Node struct {
 	topoMu  sync.Mutex    // guards the fields below
 	changed chan struct{} // closed at the next topology change
 	lost    chan struct{} // closed at the next topology change in which a member left
-	// Set by onEvent, acted on by afterPublish: the channels close only once
-	// the whole event stream (the disthash lookup included) has the new
-	// topology, so a request woken by them routes by it.
+	// Set by onEvent, acted on by afterPublish: the view (topo) changes and
+	// the channels close only once the whole event stream (the disthash
+	// lookup included) has the new topology. A request that routed by a
+	// view newer than the lookup's would watch the new owner while
+	// protoactor asked the old one to activate its grain: after a member's
+	// death, a request that started while a loaded machine was still
+	// publishing waited about 4 s for that ask to the dead member to fail.
+	pendingTopo                *topology
 	pendingChange, pendingLost bool
 
 	evicted   chan struct{}
@@ -288,9 +293,9 @@ func (n *Node) onEvent(evt any) {
 		members = append(members, Member{ID: m.Id, Address: m.Address(), Kinds: kinds})
 	}
 	slices.SortFunc(members, func(a, b Member) int { return compareStrings(a.Address, b.Address) })
-	n.topo.Store(&topology{rdv: rdv, members: members})
 
 	n.topoMu.Lock()
+	n.pendingTopo = &topology{rdv: rdv, members: members}
 	n.pendingChange = true
 	n.pendingLost = n.pendingLost || len(t.Left) > 0
 	n.topoMu.Unlock()
@@ -299,10 +304,15 @@ func (n *Node) onEvent(evt any) {
 		slog.Int("joined", len(t.Joined)), slog.Int("left", len(t.Left)))
 }
 
-// afterPublish wakes the waiters of a topology change published just now.
+// afterPublish takes the view of a topology change published just now and
+// wakes its waiters.
 func (n *Node) afterPublish() {
 	n.topoMu.Lock()
 	defer n.topoMu.Unlock()
+	if n.pendingTopo != nil {
+		n.topo.Store(n.pendingTopo)
+		n.pendingTopo = nil
+	}
 	if n.pendingChange {
 		close(n.changed)
 		n.changed = make(chan struct{})
