@@ -25,15 +25,20 @@ import (
 //   - as configured: b has the same failure detection as the others, so it
 //     notices its stall; nothing may be stolen;
 //   - the negative control: b's own failure detection is slow (2 s probes),
-//     so its stall threshold (6 s) is longer than the freeze (about 2 s,
-//     a's detection) and it does not quarantine, and it has no lease
-//     (--reclaim-lease 1ns); b must try to steal, or the run above could not
-//     see a theft. Its sweep runs the moment it wakes, as does the eviction
-//     notice that stops it, so a try shows either as a match taken over or
-//     as b's "reclaim wake failed" line for one of the matches (its wake
-//     cut short by the eviction); the other runs must show neither;
-//   - lease alone: the control with the lease, so that no quarantine
-//     protects. Before requests carried their deadline it failed (3 of 3
+//     so its stall threshold (6 s) is longer than the freeze and it does not
+//     quarantine, and it has no lease (--reclaim-lease 1ns); b must try to
+//     steal, or the run above could not see a theft. The freeze lasts at
+//     least sweepOverdue, longer than b's longest time between sweeps
+//     (--reclaim-interval 2 s plus its 20 % jitter), so that a sweep is
+//     overdue when b wakes: a freeze of a's detection alone (about 2.2 s)
+//     sometimes woke b before its next sweep was due, and the eviction
+//     notice stopped it first (one CI run on 2026-12-07). The sweep runs
+//     the moment b wakes, as does the eviction notice that stops it, so a
+//     try shows either as a match taken over or as b's "reclaim wake
+//     failed" line for one of the matches (its wake cut short by the
+//     eviction); the other runs must show neither;
+//   - lease alone: the control with the lease (and its freeze), so that no
+//     quarantine protects. Before requests carried their deadline it failed (3 of 3
 //     runs on the shared 2-core box on 2026-12-06, 2 of 6 earlier), and not
 //     through the reclaimer: b's first sweep after the wake read
 //     "Owned:3 Leased:3 Woken:0", and a match activated on b 5 ms later all
@@ -47,20 +52,23 @@ import (
 //     request read past its deadline is dropped.
 func TestChaosFrozenMemberDoesNotSteal(t *testing.T) {
 	slowB := []string{"--probe-interval", "2s"}
+	// sweepOverdue outlasts b's longest time between sweeps (2 s + 20 %) and
+	// stays under its stall threshold with slow probes (6 s).
+	const sweepOverdue = 3 * time.Second
 	t.Run("as configured", func(t *testing.T) {
-		if stolen := frozenMemberSteals(t); stolen != "" {
+		if stolen := frozenMemberSteals(t, 0); stolen != "" {
 			t.Fatal(stolen)
 		}
 	})
 	t.Run("no lease steals", func(t *testing.T) {
-		if stolen := frozenMemberSteals(t, append(slowB, "--reclaim-lease", "1ns")...); stolen == "" {
+		if stolen := frozenMemberSteals(t, sweepOverdue, append(slowB, "--reclaim-lease", "1ns")...); stolen == "" {
 			t.Fatal("without the lease the woken member stole nothing: this test cannot see a theft")
 		} else {
 			t.Logf("negative control: %s", stolen)
 		}
 	})
 	t.Run("lease alone", func(t *testing.T) {
-		if stolen := frozenMemberSteals(t, slowB...); stolen != "" {
+		if stolen := frozenMemberSteals(t, sweepOverdue, slowB...); stolen != "" {
 			t.Fatal(stolen)
 		}
 	})
@@ -69,8 +77,9 @@ func TestChaosFrozenMemberDoesNotSteal(t *testing.T) {
 // frozenMemberSteals runs the scenario of TestChaosFrozenMemberDoesNotSteal
 // with bFlags for member b only, and describes the first match that changed
 // owner or epoch after b woke, or that b tried to wake ("" if none before b
-// exited).
-func frozenMemberSteals(t *testing.T, bFlags ...string) string {
+// exited). b stays frozen until a has dropped it and at least minFreeze has
+// passed.
+func frozenMemberSteals(t *testing.T, minFreeze time.Duration, bFlags ...string) string {
 	t.Helper()
 	cc := startChaosClusterWith(t, false, bFlags)
 	// Both others see b before it freezes, so that both drop it.
@@ -113,7 +122,11 @@ func frozenMemberSteals(t *testing.T, bFlags ...string) string {
 		}
 		return nil
 	})
-	t.Logf("b frozen for %v until a dropped it", time.Since(frozen).Round(time.Millisecond))
+	dropped := time.Since(frozen)
+	if wait := minFreeze - dropped; wait > 0 {
+		time.Sleep(wait)
+	}
+	t.Logf("b frozen for %v (a dropped it after %v)", time.Since(frozen).Round(time.Millisecond), dropped.Round(time.Millisecond))
 	if err := cc.b.signal(syscall.SIGCONT); err != nil {
 		t.Fatalf("SIGCONT: %v", err)
 	}
