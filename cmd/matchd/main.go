@@ -73,7 +73,7 @@ func run(ctx context.Context, o config.Options, base *slog.Logger) error {
 	// The busy percent holds from the start; the governor, if on, lowers
 	// it while the node is quiet.
 	governor.SetBusyGC(o.GCBusyPercent)
-	if g := governor.NewGC(o.GCBusyPercent, o.GCQuietPercent, governor.GCQuietMaxCycles, log); g != nil {
+	if g := governor.NewGC(o.GCBusyPercent, o.GCQuietPercent, o.GCMinHeadroom, governor.GCQuietMaxCycles, log); g != nil {
 		gctx, stopGovernor := context.WithCancel(ctx)
 		defer stopGovernor()
 		go g.Run(gctx, governor.GCInterval)

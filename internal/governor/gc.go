@@ -22,8 +22,9 @@ import (
 // 3 s); a node playing matches allocates fast for its heap (18 MB/s for
 // 47 MB live at 1,000 matches × 2 intents/s, a GOGC=25 cycle every 0.6 s).
 // Both ratios stay the same as the node grows, which is why the test is
-// on cycles per second and not on a rate of bytes. Under load the default
-// stands, because there the collector's CPU is what counts.
+// on cycles per second and not on a rate of bytes. Under load the busy
+// percent stands, because there the collector's CPU is what counts, and
+// for a small live heap it is raised to keep a minimum headroom (busyFor).
 //
 // It sets the whole process's GOGC: only the program may decide that, so
 // only cmd/matchd starts one (see the package comment).
@@ -32,6 +33,9 @@ type GC struct {
 	quietPercent int     // GOGC after quietAfter quiet samples
 	maxCycles    float64 // quiet: below this many cycles per second at quietPercent
 	quietAfter   int     // consecutive quiet samples before lowering
+	// minHeadroom raises the busy percent for a small live heap: the heap
+	// may grow at least this many bytes past live before a collection.
+	minHeadroom uint64
 	// freeEvery spaces the collections that going quiet brings: a node
 	// that keeps crossing the line pays for one at most this often (the
 	// page release holds the heap lock for milliseconds).
@@ -74,8 +78,9 @@ func operatorGOGC() bool { return os.Getenv("GOGC") != "" }
 
 // NewGC returns a governor that switches between busy and quiet
 // percents, or nil when quiet is 0 (off) or the operator set GOGC, whose
-// choice it leaves alone.
-func NewGC(busy, quiet int, maxCycles float64, log *slog.Logger) *GC {
+// choice it leaves alone. While busy it keeps at least minHeadroom bytes
+// of headroom (0: none), see busyFor.
+func NewGC(busy, quiet int, minHeadroom uint64, maxCycles float64, log *slog.Logger) *GC {
 	if quiet <= 0 || operatorGOGC() {
 		return nil
 	}
@@ -92,10 +97,11 @@ func NewGC(busy, quiet int, maxCycles float64, log *slog.Logger) *GC {
 			}
 			return v[0], v[1]
 		},
-		setPercent: debug.SetGCPercent,
-		freeOS:     debug.FreeOSMemory,
-		log:        log,
-		current:    busy,
+		setPercent:  debug.SetGCPercent,
+		freeOS:      debug.FreeOSMemory,
+		log:         log,
+		current:     busy,
+		minHeadroom: minHeadroom,
 	}
 }
 
@@ -123,7 +129,7 @@ func (g *GC) step(now time.Time) {
 	g.lastAllocs, g.lastAt = allocs, now
 	if rate >= g.maxCycles*float64(g.quietPercent)/100*float64(live) {
 		g.quietRuns = 0
-		g.set(g.busyPercent)
+		g.set(g.busyFor(live))
 		return
 	}
 	g.quietRuns++
@@ -137,6 +143,47 @@ func (g *GC) step(now time.Time) {
 			g.lastFree = now
 		}
 	}
+}
+
+// busyFor returns the GOGC for a busy node with live bytes of live heap:
+// the busy percent, raised so that the heap may grow by at least
+// minHeadroom past live (at most maxFloorPercent).
+//
+// Why: a cycle's cost does not shrink with the heap as its frequency
+// grows. Every cycle also scans the goroutine stacks and globals, and a
+// short goal makes allocating goroutines assist the marking. A member
+// whose sessions' grains live on other members allocates for its
+// messages between members as much as a single node does for all its
+// matches (protobuf and gRPC buffers), on a third of the live heap: at
+// GOGC 40 it collected five times a second, a quarter of its CPU in the
+// collector (docs/performance.md §3.5). A floor of a few MiB costs a
+// large node nothing (its GOGC % is more) and a small one little memory.
+//
+// The floor moves only when it changes by a tenth or more, so that the
+// live heap's small moves do not reset GOGC every second.
+func (g *GC) busyFor(live uint64) int {
+	p := g.busyPercent
+	if g.minHeadroom > 0 && live > 0 {
+		if f := min(g.minHeadroom*100/live, maxFloorPercent); int(f) > p {
+			p = int(f)
+		}
+	}
+	if g.current > g.busyPercent && p > g.busyPercent && 10*absDiff(p, g.current) < g.current {
+		return g.current
+	}
+	return p
+}
+
+// maxFloorPercent bounds the GOGC the headroom floor sets: a live heap
+// read near zero (right after start) must not lift the goal without
+// bound.
+const maxFloorPercent = 1000
+
+func absDiff(a, b int) int {
+	if a > b {
+		return a - b
+	}
+	return b - a
 }
 
 func (g *GC) set(percent int) {

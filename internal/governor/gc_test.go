@@ -96,11 +96,81 @@ func TestGCGovernor(t *testing.T) {
 // TestGCGovernorOff: no governor when its percent is 0 or GOGC is set.
 func TestGCGovernorOff(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if g := NewGC(100, 0, GCQuietMaxCycles, log); g != nil {
+	if g := NewGC(100, 0, 16<<20, GCQuietMaxCycles, log); g != nil {
 		t.Fatal("a governor with --gc-quiet-percent 0")
 	}
 	t.Setenv("GOGC", "100")
-	if g := NewGC(100, 25, GCQuietMaxCycles, log); g != nil {
+	if g := NewGC(100, 25, 16<<20, GCQuietMaxCycles, log); g != nil {
 		t.Fatal("a governor although GOGC is set")
+	}
+}
+
+// TestGCGovernorHeadroomFloor: while busy, a live heap too small for the
+// busy percent to leave minHeadroom of headroom gets a higher GOGC; a
+// large one keeps the busy percent; the floor follows the live heap only
+// when it moves by a tenth or more, never past maxFloorPercent, and a
+// quiet node still gets the quiet percent.
+func TestGCGovernorHeadroomFloor(t *testing.T) {
+	var allocated, live uint64
+	var set []int
+	g := &GC{
+		busyPercent: 40, quietPercent: 25, maxCycles: 0.6, quietAfter: 5, freeEvery: time.Minute, current: 40,
+		minHeadroom: 16 << 20,
+		readAllocs:  func() (uint64, uint64) { return allocated, live },
+		setPercent:  func(p int) int { set = append(set, p); return 0 },
+		freeOS:      func() {},
+		log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	now := time.Unix(1_000_000, 0)
+	// busy allocates 20 MiB a second: many cycles a second at these sizes.
+	second := func(heap uint64) {
+		live = heap
+		allocated += 20 << 20
+		now = now.Add(time.Second)
+		g.step(now)
+	}
+	g.step(now)
+	last := func() int {
+		if len(set) == 0 {
+			return g.busyPercent
+		}
+		return set[len(set)-1]
+	}
+	second(16 << 20) // 16 MiB live: 100 % gives 16 MiB of headroom
+	if last() != 100 {
+		t.Fatalf("16 MiB live: GOGC set %v, want 100 last", set)
+	}
+	n := len(set)
+	second(17 << 20) // 94 %: within a tenth of 100, left alone
+	if len(set) != n {
+		t.Fatalf("a 6 %% move of the floor reset GOGC: %v", set)
+	}
+	second(8 << 20) // 200 %
+	if last() != 200 {
+		t.Fatalf("8 MiB live: GOGC set %v, want 200 last", set)
+	}
+	second(80 << 20) // 40 % gives 32 MiB: the busy percent
+	if last() != 40 {
+		t.Fatalf("80 MiB live: GOGC set %v, want the busy 40 last", set)
+	}
+	second(1) // a live heap read as next to nothing
+	if last() != maxFloorPercent {
+		t.Fatalf("1 byte live: GOGC set %v, want the cap %d last", set, maxFloorPercent)
+	}
+	// Quiet: a trickle of allocations for a large heap.
+	for range 5 {
+		live = 80 << 20
+		allocated += 1 << 20
+		now = now.Add(time.Second)
+		g.step(now)
+	}
+	if last() != 25 {
+		t.Fatalf("quiet: GOGC set %v, want the quiet 25 last", set)
+	}
+	// Off: the busy percent whatever the heap.
+	g.minHeadroom, set = 0, nil
+	second(8 << 20)
+	if last() != 40 {
+		t.Fatalf("no floor, 8 MiB live: GOGC set %v, want 40", set)
 	}
 }

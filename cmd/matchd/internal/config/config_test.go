@@ -126,14 +126,17 @@ func TestMaxClockSkew(t *testing.T) {
 
 // TestGCPercents: the busy GOGC defaults to DefaultGCBusyPercent, and a
 // quiet percent at or above the busy one (which would raise the goal when
-// the node goes quiet) or a busy one out of range is refused.
+// the node goes quiet), a busy one or a headroom out of range is refused.
 func TestGCPercents(t *testing.T) {
 	o, err := Parse(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.GCBusyPercent != DefaultGCBusyPercent || o.GCQuietPercent != 25 {
-		t.Fatalf("defaults: busy %d, quiet %d; want %d and 25", o.GCBusyPercent, o.GCQuietPercent, DefaultGCBusyPercent)
+	if o.GCBusyPercent != DefaultGCBusyPercent || o.GCQuietPercent != 25 || o.GCMinHeadroom != DefaultGCMinHeadroomMiB<<20 {
+		t.Fatalf("defaults: busy %d, quiet %d, headroom %d; want %d, 25 and %d MiB", o.GCBusyPercent, o.GCQuietPercent, o.GCMinHeadroom, DefaultGCMinHeadroomMiB, DefaultGCMinHeadroomMiB)
+	}
+	if o, err = Parse([]string{"--gc-min-headroom-mib", "0"}); err != nil || o.GCMinHeadroom != 0 {
+		t.Fatalf("headroom off: %d, %v", o.GCMinHeadroom, err)
 	}
 	if o, err = Parse([]string{"--gc-busy-percent", "100", "--gc-quiet-percent", "0"}); err != nil || o.GCBusyPercent != 100 || o.GCQuietPercent != 0 {
 		t.Fatalf("busy 100, governor off: %+v, %v", o.GCBusyPercent, err)
@@ -144,6 +147,8 @@ func TestGCPercents(t *testing.T) {
 		{"--gc-busy-percent", "40", "--gc-quiet-percent", "40"},
 		{"--gc-quiet-percent", "60"},
 		{"--gc-quiet-percent", "-1"},
+		{"--gc-min-headroom-mib", "-1"},
+		{"--gc-min-headroom-mib", "4097"},
 	} {
 		if _, err := Parse(args); err == nil || !strings.Contains(err.Error(), "gc-") {
 			t.Errorf("%v: %v, want refused", args, err)
