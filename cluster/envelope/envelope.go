@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -125,7 +126,7 @@ func (m *Msg) Serialize() (remote.RootSerialized, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %T", ErrUnregistered, m.V)
 	}
-	data, err := msgpack.Marshal(m.V)
+	data, err := marshal(m.V)
 	if err != nil {
 		return nil, fmt.Errorf("envelope: encode %q: %w", name, err)
 	}
@@ -133,6 +134,44 @@ func (m *Msg) Serialize() (remote.RootSerialized, error) {
 		return nil, fmt.Errorf("%w: %q is %d bytes, limit %d", ErrTooLarge, name, len(data), MaxDataBytes)
 	}
 	return &Envelope{Type: name, Data: data, Deadline: m.Deadline}, nil
+}
+
+// encoder is a msgpack encoder with the buffer it writes to, kept for
+// reuse in encoders.
+type encoder struct {
+	buf bytes.Buffer
+	enc *msgpack.Encoder
+}
+
+// encoders spare each Serialize the growth of a fresh buffer: msgpack.Marshal
+// starts from an empty one and doubles it up to the payload's size, about
+// three times the payload in garbage, and every request, reply and push to
+// another member is serialized once (the largest allocator of a member whose
+// sessions' grains live elsewhere, docs/performance.md §3.5).
+var encoders = sync.Pool{New: func() any {
+	e := &encoder{}
+	e.enc = msgpack.NewEncoder(&e.buf)
+	return e
+}}
+
+// maxPooledBuffer bounds the buffers kept in encoders: a rare large payload
+// does not pin its buffer.
+const maxPooledBuffer = 64 << 10
+
+// marshal is msgpack.Marshal into a pooled buffer; the result is a copy of
+// exactly the payload's length, owned by the caller.
+func marshal(v any) ([]byte, error) {
+	e := encoders.Get().(*encoder)
+	e.buf.Reset()
+	err := e.enc.Encode(v)
+	var data []byte
+	if err == nil {
+		data = bytes.Clone(e.buf.Bytes())
+	}
+	if e.buf.Cap() <= maxPooledBuffer {
+		encoders.Put(e)
+	}
+	return data, err
 }
 
 // Deserialize implements remote.RootSerialized. It never returns an error,
