@@ -86,11 +86,13 @@ func TestHelperMember(t *testing.T) {
 	clustertest.RunMember(clustertest.MemberSpec{
 		Kinds: []*pcluster.Kind{counterKind()},
 		Handlers: map[string]clustertest.MemberHandler{
-			cmdInc:      incHandler,
-			cmdLoad:     loadHandler,
-			cmdKeys:     keysHandler,
-			cmdPID:      pidHandler,
-			cmdGoneSend: goneSendHandler,
+			cmdInc:       incHandler,
+			cmdLoad:      loadHandler,
+			cmdKeys:      keysHandler,
+			cmdPID:       pidHandler,
+			cmdGoneSend:  goneSendHandler,
+			cmdStopGrain: stopGrainHandler,
+			cmdSetPID:    setPIDHandler,
 		},
 		OnStart: startTestReclaimer,
 	})

@@ -157,7 +157,9 @@ func (n *Node) retryWait(attempts, refused int, lastErr error) time.Duration {
 // The attempt goes to the cached PID if there is one, else to the owner
 // by rendezvous hashing, which is computed only then: it hashes the
 // identity once per member and allocates, and nearly every request of a
-// running match hits the cache.
+// running match hits the cache. A cached PID needs no lookup, so its
+// attempt sends at once and waits without protoactor's Request
+// (attemptLocal, attemptCachedRemote).
 func (n *Node) attempt(ctx context.Context, identity, kind string, wire any) (v any, retry bool, err error) {
 	timeout := n.cfg.RequestTimeout
 	if dl, ok := ctx.Deadline(); ok {
@@ -170,7 +172,7 @@ func (n *Node) attempt(ctx context.Context, identity, kind string, wire any) (v 
 		if pid.Address == n.system.Address() {
 			return n.attemptLocal(ctx, identity, kind, pid, wire, timeout)
 		}
-		return n.attemptRemote(ctx, identity, kind, pid.Address, wire, timeout)
+		return n.attemptCachedRemote(ctx, identity, kind, pid, wire, timeout)
 	}
 	owner := n.OwnerAddress(identity, kind)
 	if owner == "" {
@@ -260,6 +262,49 @@ func (n *Node) attemptLocal(ctx context.Context, identity, kind string, pid *act
 	}
 }
 
+// attemptCachedRemote is attempt for a grain whose cached PID is on
+// another member: attemptLocal's wait with a reply process that member can
+// answer, in place of protoactor's Request (its goroutine, timeout
+// context, future and eager debug-log arguments). The PID is known, so the
+// send cannot block and nothing needs to wait for a lookup: the message
+// leaves now, carrying the attempt's deadline as attemptRemote's does, or
+// not at all. Every request of a session whose match lives on another
+// member takes this path.
+func (n *Node) attemptCachedRemote(ctx context.Context, identity, kind string, pid *actor.PID, wire any, timeout time.Duration) (v any, retry bool, err error) {
+	t := getTimer(timeout)
+	defer putTimer(t)
+	msg := wire
+	if m, ok := wire.(*envelope.Msg); ok {
+		c := *m
+		c.Deadline = time.Now().Add(timeout).UnixNano()
+		msg = &c
+	}
+	rp := &replyProcess{ch: make(chan any, 1)}
+	self, _ := n.system.ProcessRegistry.Add(rp, "reply$"+n.system.ProcessRegistry.NextId())
+	defer n.system.ProcessRegistry.Remove(self)
+	lost := n.memberLost()
+	n.system.Root.RequestWithCustomSender(pid, msg, self)
+	for {
+		select {
+		case resp := <-rp.ch:
+			if _, dead := resp.(*actor.DeadLetterResponse); dead {
+				return n.localFailed(identity, kind, actor.ErrDeadLetter)
+			}
+			return n.unwrapReply(identity, kind, resp)
+		case <-t.C:
+			return n.attemptExpired(identity, kind)
+		case <-lost:
+			if n.hasMember(pid.Address) {
+				lost = n.memberLost()
+				continue
+			}
+			return nil, true, memberLostError(pid.Address)
+		case <-ctx.Done():
+			return nil, true, ctx.Err()
+		}
+	}
+}
+
 // attemptTimers recycles the timers of local attempts: one per request
 // of every intent otherwise, a timer and its channel to allocate and
 // collect each time. Since Go 1.23 a stopped timer's channel holds no
@@ -279,8 +324,9 @@ func putTimer(t *time.Timer) {
 	attemptTimers.Put(t)
 }
 
-// localFailed drops the cached PID of a local grain that did not answer.
-// Kept out of attemptLocal, whose frame every waiting reader carries: the
+// localFailed drops the cached PID of a grain that did not answer, here or
+// (a dead letter) on another member. Kept out of attemptLocal and
+// attemptCachedRemote, whose frames every waiting reader carries: the
 // error's formatting would take its room there (docs/performance.md §4,
 // "A reader's frames stay small").
 //
@@ -308,9 +354,10 @@ func memberLostError(address string) error {
 	return fmt.Errorf("%w: %s", errMemberLost, address)
 }
 
-// replyProcess receives the one reply of an attemptLocal. Only the first
-// message counts; a late or second one (a duplicate reply, a dead letter
-// after the reply) is dropped instead of blocking the sender.
+// replyProcess receives the one reply of an attemptLocal or
+// attemptCachedRemote. Only the first message counts; a late or second one
+// (a duplicate reply, a dead letter after the reply) is dropped instead of
+// blocking the sender.
 type replyProcess struct{ ch chan any }
 
 var _ actor.Process = (*replyProcess)(nil)
@@ -326,7 +373,7 @@ func (p *replyProcess) SendUserMessage(_ *actor.PID, message any) {
 // SendSystemMessage implements actor.Process; a reply never is one.
 func (p *replyProcess) SendSystemMessage(*actor.PID, any) {}
 
-// Stop implements actor.Process; attemptLocal removes the process itself.
+// Stop implements actor.Process; the attempt removes the process itself.
 func (p *replyProcess) Stop(*actor.PID) {}
 
 // Moving is implemented by replies that can say the activation that
