@@ -156,8 +156,10 @@ func (g *GC) step(now time.Time) {
 // messages between members as much as a single node does for all its
 // matches (protobuf and gRPC buffers), on a third of the live heap: at
 // GOGC 40 it collected five times a second, a quarter of its CPU in the
-// collector (docs/performance.md §3.5). A floor of a few MiB costs a
-// large node nothing (its GOGC % is more) and a small one little memory.
+// collector (docs/performance.md §3.5). The floor costs a node whose
+// busy percent gives more headroom nothing, and any other node up to the
+// floor in memory, which is why it is the operator's choice (matchd
+// --gc-min-headroom-mib, off by default).
 //
 // The floor moves only when it changes by a tenth or more, so that the
 // live heap's small moves do not reset GOGC every second.

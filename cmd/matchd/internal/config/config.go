@@ -25,13 +25,6 @@ import (
 // node short of CPU rather than memory sets 100.
 const DefaultGCBusyPercent = 40
 
-// DefaultGCMinHeadroomMiB is the least headroom (MiB past the live heap)
-// the GC governor keeps while the node is busy: at 1,000 running matches
-// GOGC 40 gives more, so only a small heap (a member with a share of a
-// cluster's matches, a closed loop of 100) collects less often
-// (docs/performance.md §4).
-const DefaultGCMinHeadroomMiB = 16
-
 // Options is every setting of a node, from flags and MATCHD_* variables.
 type Options struct {
 	// Cluster is the member's configuration from the flags; the node adds
@@ -184,7 +177,7 @@ func Parse(args []string) (Options, error) {
 	adminPrev := fs.String("admin-tokens-previous", "", "comma-separated admin tokens still accepted during a rotation (MATCHD_ADMIN_TOKENS_PREVIOUS)")
 	debugListen := fs.String("debug-listen", "", "loopback address (127.0.0.1:PORT) serving net/http/pprof under /debug/pprof/; empty: off")
 	gcBusyPercent := fs.Int("gc-busy-percent", DefaultGCBusyPercent, "GOGC while the node is busy (and always with --gc-quiet-percent 0): 40 keeps about a third less resident memory per running match than Go's 100 for a few per cent more of the node's CPU; ignored when the GOGC environment variable is set")
-	gcMinHeadroom := fs.Int("gc-min-headroom-mib", DefaultGCMinHeadroomMiB, "while the node is busy, the GC governor raises GOGC above --gc-busy-percent when that would let the heap grow by less than this many MiB past its live size: a small heap collects less often (0: off; needs the governor, --gc-quiet-percent above 0); ignored when the GOGC environment variable is set")
+	gcMinHeadroom := fs.Int("gc-min-headroom-mib", 0, "while the node is busy, the GC governor raises GOGC above --gc-busy-percent when that would let the heap grow by less than this many MiB past its live size: a small heap that allocates fast (a cluster member whose sessions' matches live elsewhere) collects less often, for up to this much more memory (0: off; needs the governor, --gc-quiet-percent above 0); ignored when the GOGC environment variable is set")
 	gcQuietPercent := fs.Int("gc-quiet-percent", 25, "GOGC while the node is quiet (it allocates so little for its heap that collections at this GOGC would come less than 0.6 times a second; --gc-busy-percent otherwise): less memory for quiet connections at little CPU; 0: off; below --gc-busy-percent; ignored when the GOGC environment variable is set")
 	procGov := fs.Bool("proc-governor", false, "run Go code on one processor while the node uses under 0.7 of a core, and on the default number from 0.8 of a core on: saves the threads woken for nothing between intents (docs/operations.md §8); ignored when the GOMAXPROCS environment variable is set")
 	demoDelay := fs.Duration("demo-delay", 400*time.Millisecond, "pause between bot moves in --demo")

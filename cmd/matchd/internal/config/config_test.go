@@ -132,11 +132,11 @@ func TestGCPercents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.GCBusyPercent != DefaultGCBusyPercent || o.GCQuietPercent != 25 || o.GCMinHeadroom != DefaultGCMinHeadroomMiB<<20 {
-		t.Fatalf("defaults: busy %d, quiet %d, headroom %d; want %d, 25 and %d MiB", o.GCBusyPercent, o.GCQuietPercent, o.GCMinHeadroom, DefaultGCMinHeadroomMiB, DefaultGCMinHeadroomMiB)
+	if o.GCBusyPercent != DefaultGCBusyPercent || o.GCQuietPercent != 25 || o.GCMinHeadroom != 0 {
+		t.Fatalf("defaults: busy %d, quiet %d, headroom %d; want %d, 25 and 0 (off)", o.GCBusyPercent, o.GCQuietPercent, o.GCMinHeadroom, DefaultGCBusyPercent)
 	}
-	if o, err = Parse([]string{"--gc-min-headroom-mib", "0"}); err != nil || o.GCMinHeadroom != 0 {
-		t.Fatalf("headroom off: %d, %v", o.GCMinHeadroom, err)
+	if o, err = Parse([]string{"--gc-min-headroom-mib", "16"}); err != nil || o.GCMinHeadroom != 16<<20 {
+		t.Fatalf("headroom 16 MiB: %d, %v", o.GCMinHeadroom, err)
 	}
 	if o, err = Parse([]string{"--gc-busy-percent", "100", "--gc-quiet-percent", "0"}); err != nil || o.GCBusyPercent != 100 || o.GCQuietPercent != 0 {
 		t.Fatalf("busy 100, governor off: %+v, %v", o.GCBusyPercent, err)
