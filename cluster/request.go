@@ -269,7 +269,10 @@ func (n *Node) attemptLocal(ctx context.Context, identity, kind string, pid *act
 // send cannot block and nothing needs to wait for a lookup: the message
 // leaves now, carrying the attempt's deadline as attemptRemote's does, or
 // not at all. Every request of a session whose match lives on another
-// member takes this path.
+// member takes this path. Its wait repeats attemptLocal's on purpose: a
+// shared helper would add a frame to the stack of every reader waiting for
+// its grain, which is sized to fit 4 KiB (docs/performance.md §4, "A
+// reader's frames stay small").
 func (n *Node) attemptCachedRemote(ctx context.Context, identity, kind string, pid *actor.PID, wire any, timeout time.Duration) (v any, retry bool, err error) {
 	t := getTimer(timeout)
 	defer putTimer(t)
