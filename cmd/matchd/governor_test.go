@@ -1,11 +1,16 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/matchgrain/matchgrain/cluster/clustertest"
+	"github.com/matchgrain/matchgrain/persistence/pgtest"
 )
 
 // TestGCGovernorQuietNode: a real node with nothing to do lowers its
@@ -48,7 +53,7 @@ func awaitGauge(t *testing.T, p *proc, name string, want float64, d time.Duratio
 		// too often) when the busy percent is below 100.
 		time.Sleep(2 * time.Second)
 	}
-	t.Fatalf("%s is %v after %v of an idle node, want %v", name, got, d, want)
+	t.Fatalf("%s is %v after %v, want %v", name, got, d, want)
 }
 
 // TestProcGovernorIdleNode: a real node with the governor on and nothing
@@ -63,4 +68,38 @@ func TestProcGovernorIdleNode(t *testing.T) {
 	}
 	p := startProc(t, "w", "--data-dir", filepath.Join(t.TempDir(), "data"), "--proc-governor")
 	awaitGauge(t, p, "go_sched_gomaxprocs_threads", 1, 60*time.Second)
+}
+
+// TestGCHerdPercentAfterAMemberDies: when another member of its cluster
+// is killed, a real member's collector runs at --gc-herd-percent while it
+// takes the dead member's matches over, as its /metrics shows; before the
+// kill it never does.
+func TestGCHerdPercentAfterAMemberDies(t *testing.T) {
+	if os.Getenv("GOGC") != "" {
+		t.Skip("GOGC is set in this environment, which turns the governor off")
+	}
+	const herd = 170 // neither a busy nor a quiet percent of these nodes
+	common := []string{
+		"--database-url", pgtest.URL(t), "--database-schema", pgtest.NewSchema(t),
+		"--cluster-name", "herd-" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		"--log-level", "info", "--gc-herd-percent", strconv.Itoa(herd),
+	}
+	a := startProc(t, "a", common...)
+	b := startProc(t, "b", append(common, "--join", a.gossip)...)
+	clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
+		if n := a.topologyMembers(); n != 2 {
+			return fmt.Errorf("a sees %d members, want 2", n)
+		}
+		return nil
+	})
+	if f := scrapeFamilies(t, a.http)["go_gc_gogc_percent"]; f == nil || len(f.GetMetric()) != 1 {
+		t.Fatalf("a's /metrics has no go_gc_gogc_percent")
+	} else if got := f.GetMetric()[0].GetGauge().GetValue(); got == herd {
+		t.Fatalf("a's GOGC is the herd percent %d before any member left", herd)
+	}
+	b.kill()
+	// The herd percent holds for 10 s from the member's departure, which
+	// the closed connections confirm within a second: the gauge is polled
+	// every 2 s.
+	awaitGauge(t, a, "go_gc_gogc_percent", herd, 8*time.Second)
 }

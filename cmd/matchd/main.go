@@ -73,7 +73,9 @@ func run(ctx context.Context, o config.Options, base *slog.Logger) error {
 	// The busy percent holds from the start; the governor, if on, lowers
 	// it while the node is quiet.
 	governor.SetBusyGC(o.GCBusyPercent)
-	if g := governor.NewGC(o.GCBusyPercent, o.GCQuietPercent, o.GCMinHeadroom, governor.GCQuietMaxCycles, log); g != nil {
+	gcGovernor := governor.NewGC(o.GCBusyPercent, o.GCQuietPercent, o.GCMinHeadroom, governor.GCQuietMaxCycles, log)
+	if g := gcGovernor; g != nil {
+		g.SetHerd(o.GCHerdPercent, governor.GCHerdHold)
 		gctx, stopGovernor := context.WithCancel(ctx)
 		defer stopGovernor()
 		go g.Run(gctx, governor.GCInterval)
@@ -141,6 +143,9 @@ func run(ctx context.Context, o config.Options, base *slog.Logger) error {
 		return fmt.Errorf("start cluster member: %w", err)
 	}
 	gate.Started(node)
+	if gcGovernor != nil && o.GCHerdPercent > 0 {
+		go herdsOf(ctx, node, gcGovernor)
+	}
 	gw, err := grains.NewGateway(grains.GatewayConfig{
 		System: node.System(), Cluster: node, Store: store, Rules: actors.GameRules{}, Timing: o.Timing,
 		Forget: func(id string) { node.ForgetPID(id, actors.MatchKind) }, Logger: log,
@@ -302,4 +307,17 @@ func drain(o config.Options, srv *edge.Server, hs *http.Server, node *cluster.No
 		log.Warn("leave cluster", "err", err)
 	}
 	log.Info("matchd drained", "took", time.Since(start).Round(time.Millisecond))
+}
+
+// herdsOf tells the GC governor of each member lost until ctx ends: its
+// matches come back here all at once.
+func herdsOf(ctx context.Context, node *cluster.Node, g *governor.GC) {
+	for {
+		select {
+		case <-node.MemberLost():
+			g.Herd()
+		case <-ctx.Done():
+			return
+		}
+	}
 }

@@ -51,6 +51,13 @@ type GC struct {
 	lastFree   time.Time
 	quietRuns  int
 	current    int
+
+	// herdPercent is GOGC for herdHold after Herd (0: Herd does nothing);
+	// herds carries Herd's signal to Run, herdUntil is when the hold ends.
+	herdPercent int
+	herdHold    time.Duration
+	herds       chan struct{}
+	herdUntil   time.Time
 }
 
 // GCQuietMaxCycles is the default bound: between the two measured nodes
@@ -60,6 +67,11 @@ const GCQuietMaxCycles = 0.6
 // GCInterval is how often a GC governor samples: cycles per second are
 // judged per whole second.
 const GCInterval = time.Second
+
+// GCHerdHold is how long GOGC stays at the herd percent after a member's
+// death: the survivors claim, rebuild and re-attach its matches within a
+// few seconds (docs/performance.md §3.4).
+const GCHerdHold = 10 * time.Second
 
 // SetBusyGC sets the collector's GOGC to busy, the percent a GC governor
 // returns to, unless the operator set GOGC, whose choice it leaves alone;
@@ -102,13 +114,61 @@ func NewGC(busy, quiet int, minHeadroom uint64, maxCycles float64, log *slog.Log
 		log:         log,
 		current:     busy,
 		minHeadroom: minHeadroom,
+		herds:       make(chan struct{}, 1),
+	}
+}
+
+// SetHerd makes Herd hold GOGC at percent for hold (percent 0: Herd does
+// nothing). Call it before Run.
+func (g *GC) SetHerd(percent int, hold time.Duration) {
+	g.herdPercent, g.herdHold = percent, hold
+}
+
+// Herd says a herd of work has just begun (a member died: its matches
+// come back here all at once), when the collector's CPU is dearer than
+// memory: GOGC goes to the herd percent for the hold. It never blocks.
+//
+// Why: a survivor's heap and allocation rate jump while it claims and
+// rebuilds a dead member's matches and their players re-attach. At the
+// busy percent the collector then took a third of the busier survivor's
+// CPU (background marking, assists, and scanning the stacks of thousands
+// of handshakes) on a machine whose cores were all busy; at 200 the
+// herd's matches came back sooner, for a few seconds of a larger heap
+// (docs/performance.md §3.4).
+func (g *GC) Herd() {
+	select {
+	case g.herds <- struct{}{}:
+	default: // one is pending already
 	}
 }
 
 // Run samples every interval until ctx ends, then restores the busy percent.
 func (g *GC) Run(ctx context.Context, interval time.Duration) {
-	everyUntil(ctx, interval, g.step)
-	g.set(g.busyPercent)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	g.step(time.Now())
+	for {
+		select {
+		case <-ctx.Done():
+			g.set(g.busyPercent)
+			return
+		case now := <-t.C:
+			g.step(now)
+		case <-g.herds:
+			g.herd(time.Now())
+		}
+	}
+}
+
+// herd starts (or extends) a herd's hold at now.
+func (g *GC) herd(now time.Time) {
+	if g.herdPercent <= 0 {
+		return
+	}
+	g.herdUntil = now.Add(g.herdHold)
+	g.quietRuns = 0
+	// Never below the busy percent, and a headroom floor above it stands.
+	g.set(max(g.herdPercent, g.busyPercent, g.current))
 }
 
 // step takes one sample of the allocation rate and sets GOGC from it:
@@ -127,6 +187,9 @@ func (g *GC) step(now time.Time) {
 	}
 	rate := float64(allocs-g.lastAllocs) / secs
 	g.lastAllocs, g.lastAt = allocs, now
+	if now.Before(g.herdUntil) {
+		return // the herd's percent holds
+	}
 	if rate >= g.maxCycles*float64(g.quietPercent)/100*float64(live) {
 		g.quietRuns = 0
 		g.set(g.busyFor(live))

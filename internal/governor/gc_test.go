@@ -1,8 +1,11 @@
 package governor
 
 import (
+	"context"
 	"io"
 	"log/slog"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -173,4 +176,115 @@ func TestGCGovernorHeadroomFloor(t *testing.T) {
 	if last() != 40 {
 		t.Fatalf("no floor, 8 MiB live: GOGC set %v, want 40", set)
 	}
+}
+
+// TestGCGovernorHerd: a herd (a member left or died) sets the herd
+// percent at once and holds it for the hold, busy or quiet; then the
+// governor goes on from the rate as before. A second herd within the hold
+// extends it; without a herd percent a herd changes nothing; the herd
+// percent never lowers GOGC below the busy percent or a headroom floor
+// above it.
+func TestGCGovernorHerd(t *testing.T) {
+	const live = 80 << 20
+	var allocated uint64
+	var set []int
+	g := &GC{
+		busyPercent: 40, quietPercent: 25, maxCycles: 0.6, quietAfter: 5, freeEvery: 10 * time.Second, current: 40,
+		readAllocs: func() (uint64, uint64) { return allocated, live },
+		setPercent: func(p int) int { set = append(set, p); return 0 },
+		freeOS:     func() {},
+		log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	// At GOGC=25, 80 MiB live: 12 MiB/s is 0.6 cycles a second.
+	quiet, busy := uint64(6<<20), uint64(18<<20)
+	now := time.Unix(1_000_000, 0)
+	second := func(rate uint64) {
+		allocated += rate
+		now = now.Add(time.Second)
+		g.step(now)
+	}
+	g.step(now)
+	g.herd(now)
+	if len(set) != 0 {
+		t.Fatalf("a herd without a herd percent set GOGC %v", set)
+	}
+	g.SetHerd(200, 3*time.Second)
+	g.herd(now)
+	if !slices.Equal(set, []int{200}) {
+		t.Fatalf("a herd set GOGC %v, want [200]", set)
+	}
+	second(busy)
+	second(quiet)
+	g.herd(now) // a second herd within the hold: 3 s from now
+	second(quiet)
+	second(busy)
+	if !slices.Equal(set, []int{200}) {
+		t.Fatalf("within the hold GOGC set %v, want 200 kept", set)
+	}
+	second(busy)
+	if !slices.Equal(set, []int{200, 40}) {
+		t.Fatalf("after the hold a busy second set GOGC %v, want 40 last", set)
+	}
+	g.herd(now)
+	for range 3 {
+		second(quiet)
+	}
+	for range 5 {
+		second(quiet)
+	}
+	if !slices.Equal(set, []int{200, 40, 200, 25}) {
+		t.Fatalf("a herd, then quiet seconds: GOGC set %v, want 200 then 25 only after five quiet seconds past the hold", set)
+	}
+	// A herd percent below the busy percent gives the busy one.
+	set = nil
+	g.SetHerd(30, 3*time.Second)
+	g.herd(now)
+	if !slices.Equal(set, []int{40}) {
+		t.Fatalf("a herd percent of 30 under a busy 40 set GOGC %v, want [40]", set)
+	}
+	// A headroom floor above the herd percent stands.
+	set = nil
+	g.current = 400
+	g.SetHerd(200, 3*time.Second)
+	g.herd(now)
+	if len(set) != 0 {
+		t.Fatalf("a herd under a floor of 400 set GOGC %v, want it left at 400", set)
+	}
+}
+
+// TestGCGovernorHerdNeverBlocks: Herd only flags a herd for Run, however
+// often it is called, and Run takes it.
+func TestGCGovernorHerdNeverBlocks(t *testing.T) {
+	var set []int
+	var mu sync.Mutex
+	g := &GC{
+		busyPercent: 40, quietPercent: 25, maxCycles: 0.6, quietAfter: 5, freeEvery: time.Minute, current: 40,
+		readAllocs: func() (uint64, uint64) { return 0, 1 << 20 },
+		setPercent: func(p int) int { mu.Lock(); set = append(set, p); mu.Unlock(); return 0 },
+		freeOS:     func() {},
+		log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+		herds:      make(chan struct{}, 1),
+	}
+	g.SetHerd(200, time.Minute)
+	for range 100 {
+		g.Herd() // nobody takes them yet: must not block
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { g.Run(ctx, time.Hour); close(done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		got := slices.Clone(set)
+		mu.Unlock()
+		if slices.Equal(got, []int{200}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Run after a flagged herd set GOGC %v, want [200]", got)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
 }

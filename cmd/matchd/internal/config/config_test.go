@@ -132,8 +132,17 @@ func TestGCPercents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.GCBusyPercent != DefaultGCBusyPercent || o.GCQuietPercent != 25 || o.GCMinHeadroom != 0 {
-		t.Fatalf("defaults: busy %d, quiet %d, headroom %d; want %d, 25 and 0 (off)", o.GCBusyPercent, o.GCQuietPercent, o.GCMinHeadroom, DefaultGCBusyPercent)
+	if o.GCBusyPercent != DefaultGCBusyPercent || o.GCQuietPercent != 25 || o.GCMinHeadroom != 0 || o.GCHerdPercent != DefaultGCHerdPercent {
+		t.Fatalf("defaults: busy %d, quiet %d, headroom %d, herd %d; want %d, 25, 0 (off) and %d",
+			o.GCBusyPercent, o.GCQuietPercent, o.GCMinHeadroom, o.GCHerdPercent, DefaultGCBusyPercent, DefaultGCHerdPercent)
+	}
+	// A herd percent under a raised busy percent is not refused: the
+	// governor never goes below the busy one.
+	if o, err = Parse([]string{"--gc-busy-percent", "300"}); err != nil || o.GCHerdPercent != DefaultGCHerdPercent {
+		t.Fatalf("busy 300 with the default herd percent: %d, %v", o.GCHerdPercent, err)
+	}
+	if o, err = Parse([]string{"--gc-herd-percent", "0"}); err != nil || o.GCHerdPercent != 0 {
+		t.Fatalf("herd off: %d, %v", o.GCHerdPercent, err)
 	}
 	if o, err = Parse([]string{"--gc-min-headroom-mib", "16"}); err != nil || o.GCMinHeadroom != 16<<20 {
 		t.Fatalf("headroom 16 MiB: %d, %v", o.GCMinHeadroom, err)
@@ -149,6 +158,8 @@ func TestGCPercents(t *testing.T) {
 		{"--gc-quiet-percent", "-1"},
 		{"--gc-min-headroom-mib", "-1"},
 		{"--gc-min-headroom-mib", "4097"},
+		{"--gc-herd-percent", "9"},
+		{"--gc-herd-percent", "1001"},
 	} {
 		if _, err := Parse(args); err == nil || !strings.Contains(err.Error(), "gc-") {
 			t.Errorf("%v: %v, want refused", args, err)
