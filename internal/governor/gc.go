@@ -124,17 +124,18 @@ func (g *GC) SetHerd(percent int, hold time.Duration) {
 	g.herdPercent, g.herdHold = percent, hold
 }
 
-// Herd says a herd of work has just begun (a member died: its matches
-// come back here all at once), when the collector's CPU is dearer than
-// memory: GOGC goes to the herd percent for the hold. It never blocks.
+// Herd says a herd of work has just begun (another member left or died:
+// its matches come back here all at once), when the collector's CPU is
+// dearer than memory: GOGC goes to the herd percent for the hold. It
+// never blocks.
 //
 // Why: a survivor's heap and allocation rate jump while it claims and
 // rebuilds a dead member's matches and their players re-attach. At the
 // busy percent the collector then took a third of the busier survivor's
 // CPU (background marking, assists, and scanning the stacks of thousands
 // of handshakes) on a machine whose cores were all busy; at 200 the
-// herd's matches came back sooner, for a few seconds of a larger heap
-// (docs/performance.md §3.4).
+// survivors spent less CPU per match and the herd's p99 fell, for a few
+// seconds of a larger heap (docs/performance.md §3.4).
 func (g *GC) Herd() {
 	select {
 	case g.herds <- struct{}{}:
@@ -142,7 +143,8 @@ func (g *GC) Herd() {
 	}
 }
 
-// Run samples every interval until ctx ends, then restores the busy percent.
+// Run samples every interval and takes each herd Herd flags until ctx
+// ends, then restores the busy percent.
 func (g *GC) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
