@@ -505,14 +505,7 @@ func TestChaosFailoverTimes(t *testing.T) {
 		}
 		// The next kill needs the restarted member in every view, or the
 		// match has nowhere known to go.
-		clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
-			for _, p := range []*proc{cc.a, cc.b, cc.edge} {
-				if n := p.topologyMembers(); n != 3 {
-					return fmt.Errorf("%s sees %d members, want 3", p.name, n)
-				}
-			}
-			return nil
-		})
+		clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, seeMembers(3, cc.a, cc.b, cc.edge))
 	}
 	sorted := slices.Clone(times)
 	slices.Sort(sorted)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strconv"
 	"syscall"
 	"testing"
@@ -30,17 +29,7 @@ func TestChaosClosedConnectionsConfirmDeath(t *testing.T) {
 	a := startProc(t, "a", common...)
 	b := startProc(t, "b", append(common, "--join", a.gossip)...)
 	c := startProc(t, "c", append(common, "--join", a.gossip)...)
-	all := func(n int, procs ...*proc) func() error {
-		return func() error {
-			for _, p := range procs {
-				if got := p.topologyMembers(); got != n {
-					return fmt.Errorf("%s sees %d members, want %d", p.name, got, n)
-				}
-			}
-			return nil
-		}
-	}
-	clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, all(3, a, b, c))
+	clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, seeMembers(3, a, b, c))
 
 	// Frozen: its sockets stay open, so no hint; only probes may decide.
 	if err := c.signal(syscall.SIGSTOP); err != nil {
@@ -48,7 +37,7 @@ func TestChaosClosedConnectionsConfirmDeath(t *testing.T) {
 	}
 	frozen := time.Now()
 	for time.Since(frozen) < earliestByProbes/2 {
-		if err := all(3, a, b)(); err != nil {
+		if err := seeMembers(3, a, b)(); err != nil {
 			t.Fatalf("%v after %v frozen: a frozen member was declared dead before the probes could", err, time.Since(frozen).Round(time.Millisecond))
 		}
 		time.Sleep(50 * time.Millisecond) // sampling a condition that must keep holding
@@ -56,12 +45,12 @@ func TestChaosClosedConnectionsConfirmDeath(t *testing.T) {
 	if err := c.signal(syscall.SIGCONT); err != nil {
 		t.Fatalf("SIGCONT: %v", err)
 	}
-	clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, all(3, a, b))
+	clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, seeMembers(3, a, b))
 
 	// Killed: its kernel closed its sockets; the survivors confirm at once.
 	killed := time.Now()
 	c.kill()
-	clustertest.Eventually(t, earliestByProbes/2, 10*time.Millisecond, all(2, a, b))
+	clustertest.Eventually(t, earliestByProbes/2, 10*time.Millisecond, seeMembers(2, a, b))
 	t.Logf("killed member out of both survivors' topology after %v (probes alone: ≥ %v)", time.Since(killed).Round(time.Millisecond), earliestByProbes)
 }
 
@@ -78,12 +67,7 @@ func TestChaosClosedConnectionHintOff(t *testing.T) {
 	}
 	a := startProc(t, "a", common...)
 	b := startProc(t, "b", append(common, "--join", a.gossip)...)
-	clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
-		if n := a.topologyMembers(); n != 2 {
-			return fmt.Errorf("a sees %d members, want 2", n)
-		}
-		return nil
-	})
+	clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, seeMembers(2, a))
 	killed := time.Now()
 	b.kill()
 	for time.Since(killed) < 2*probe {

@@ -247,14 +247,7 @@ func TestChaosRollingRestart(t *testing.T) {
 		procs[i] = fresh
 		lb.add(fresh.http)
 		// The members' views take the new member in before the next stop.
-		clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
-			for _, p := range procs {
-				if n := p.topologyMembers(); n != len(procs) {
-					return fmt.Errorf("%s sees %d members, want %d", p.name, n, len(procs))
-				}
-			}
-			return nil
-		})
+		clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, seeMembers(len(procs), procs...))
 	}
 	stop.Store(true)
 	waited := make(chan struct{})

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"regexp"
@@ -39,14 +38,7 @@ func TestChaosFailoverWorkload(t *testing.T) {
 	b := startProc(t, "b", append(common, "--join", a.gossip)...)
 	c := startProc(t, "c", append(common, "--join", a.gossip)...)
 	procs := []*proc{a, b, c}
-	clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
-		for _, p := range procs {
-			if n := p.topologyMembers(); n != 3 {
-				return fmt.Errorf("%s sees %d members, want 3", p.name, n)
-			}
-		}
-		return nil
-	})
+	clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, seeMembers(3, procs...))
 	var members []load.FailoverMember
 	byPID := map[int]*proc{}
 	for _, p := range procs {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -86,12 +85,7 @@ func TestGCHerdPercentAfterAMemberDies(t *testing.T) {
 	}
 	a := startProc(t, "a", common...)
 	b := startProc(t, "b", append(common, "--join", a.gossip)...)
-	clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
-		if n := a.topologyMembers(); n != 2 {
-			return fmt.Errorf("a sees %d members, want 2", n)
-		}
-		return nil
-	})
+	clustertest.Eventually(t, 30*time.Second, 50*time.Millisecond, seeMembers(2, a))
 	if f := scrapeFamilies(t, a.http)["go_gc_gogc_percent"]; f == nil || len(f.GetMetric()) != 1 {
 		t.Fatalf("a's /metrics has no go_gc_gogc_percent")
 	} else if got := f.GetMetric()[0].GetGauge().GetValue(); got == herd {

@@ -312,6 +312,19 @@ func (p *proc) topologyMembers() int {
 	return p.topology
 }
 
+// seeMembers returns a condition for clustertest.Eventually: every one of
+// procs counts n members in its last topology change (needs info logs).
+func seeMembers(n int, procs ...*proc) func() error {
+	return func() error {
+		for _, p := range procs {
+			if got := p.topologyMembers(); got != n {
+				return fmt.Errorf("%s sees %d members, want %d", p.name, got, n)
+			}
+		}
+		return nil
+	}
+}
+
 // stoppedFencedWrites is the fenced_writes count of the node's "matchd
 // grains stopped" log line (-1 if it did not log one: killed, or a log
 // level above info).

@@ -15,85 +15,93 @@ import (
 // row, goes back to 100 at the first busy second, and judges quiet by
 // cycles per second against the live heap, not by bytes per second.
 func TestGCGovernor(t *testing.T) {
-	const live = 80 << 20
-	var allocated uint64
-	var set []int
-	frees := 0
-	g := &GC{
-		busyPercent: 100, quietPercent: 25, maxCycles: 0.6, quietAfter: 5, freeEvery: 10 * time.Second, current: 100,
-		readAllocs: func() (uint64, uint64) { return allocated, live },
-		setPercent: func(p int) int { set = append(set, p); return 0 },
-		freeOS:     func() { frees++ },
-		log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
 	// At GOGC=25, 80 MiB live gives 20 MiB between cycles: 0.6 cycles a
 	// second is 12 MiB/s.
+	s := newScripted(100, 25, 80<<20)
 	quiet, busy := uint64(6<<20), uint64(18<<20)
-	now := time.Unix(1_000_000, 0)
-	second := func(rate uint64) {
-		allocated += rate
-		now = now.Add(time.Second)
-		g.step(now)
-	}
-	g.step(now) // the first sample only sets the baseline
 	for i := range 4 {
-		second(quiet)
-		if len(set) != 0 {
-			t.Fatalf("GOGC set to %v after %d quiet seconds, want nothing before 5", set, i+1)
+		s.second(quiet)
+		if len(s.set) != 0 {
+			t.Fatalf("GOGC set to %v after %d quiet seconds, want nothing before 5", s.set, i+1)
 		}
 	}
-	second(quiet)
-	if len(set) != 1 || set[0] != 25 || frees != 1 {
-		t.Fatalf("after 5 quiet seconds: GOGC set %v, %d collections; want [25] and 1", set, frees)
+	s.second(quiet)
+	if len(s.set) != 1 || s.set[0] != 25 || s.frees != 1 {
+		t.Fatalf("after 5 quiet seconds: GOGC set %v, %d collections; want [25] and 1", s.set, s.frees)
 	}
-	second(quiet)
-	if len(set) != 1 || frees != 1 {
-		t.Fatalf("a further quiet second changed GOGC (%v) or collected again (%d)", set, frees)
+	s.second(quiet)
+	if len(s.set) != 1 || s.frees != 1 {
+		t.Fatalf("a further quiet second changed GOGC (%v) or collected again (%d)", s.set, s.frees)
 	}
-	second(busy)
-	if len(set) != 2 || set[1] != 100 {
-		t.Fatalf("after a busy second GOGC set %v, want 100 last", set)
+	s.second(busy)
+	if len(s.set) != 2 || s.set[1] != 100 {
+		t.Fatalf("after a busy second GOGC set %v, want 100 last", s.set)
 	}
 	// Quiet again, but a busy second inside the five starts the count over.
 	for range 4 {
-		second(quiet)
+		s.second(quiet)
 	}
-	second(busy)
+	s.second(busy)
 	for range 4 {
-		second(quiet)
+		s.second(quiet)
 	}
-	if len(set) != 2 {
-		t.Fatalf("GOGC set %v before five quiet seconds in a row", set)
+	if len(s.set) != 2 {
+		t.Fatalf("GOGC set %v before five quiet seconds in a row", s.set)
 	}
-	second(quiet)
-	if len(set) != 3 || set[2] != 25 || frees != 2 {
-		t.Fatalf("GOGC set %v, %d collections; want 25 again and a second collection", set, frees)
+	s.second(quiet)
+	if len(s.set) != 3 || s.set[2] != 25 || s.frees != 2 {
+		t.Fatalf("GOGC set %v, %d collections; want 25 again and a second collection", s.set, s.frees)
 	}
 	// Busy and quiet again within freeEvery of that collection: GOGC
 	// follows, the collection waits.
-	second(busy)
+	s.second(busy)
 	for range 5 {
-		second(quiet)
+		s.second(quiet)
 	}
-	if len(set) != 5 || set[4] != 25 || frees != 2 {
-		t.Fatalf("GOGC set %v, %d collections; want 25 again without a third collection within freeEvery", set, frees)
+	if len(s.set) != 5 || s.set[4] != 25 || s.frees != 2 {
+		t.Fatalf("GOGC set %v, %d collections; want 25 again without a third collection within freeEvery", s.set, s.frees)
 	}
 
 	// The same rate that is quiet for 80 MiB live is busy for a small heap.
-	g2 := *g
-	g2.current, g2.quietRuns, set = 100, 0, nil
-	small := uint64(10 << 20)
-	g2.readAllocs = func() (uint64, uint64) { return allocated, small }
-	g2.lastAt = time.Time{}
-	g2.step(now)
+	small := newScripted(100, 25, 10<<20)
 	for range 10 {
-		allocated += quiet
-		now = now.Add(time.Second)
-		g2.step(now)
+		small.second(quiet)
 	}
-	if len(set) != 0 {
-		t.Fatalf("6 MiB/s with 10 MiB live counted as quiet: GOGC set %v", set)
+	if len(small.set) != 0 {
+		t.Fatalf("6 MiB/s with 10 MiB live counted as quiet: GOGC set %v", small.set)
 	}
+}
+
+// scripted is a GC governor on a made-up allocation history, with the
+// GOGC values it set and the collections it asked for.
+type scripted struct {
+	g               *GC
+	allocated, live uint64
+	set             []int
+	frees           int
+	now             time.Time
+}
+
+// newScripted returns a governor of busy and quiet percents on live bytes
+// of live heap, its first sample (the baseline) taken.
+func newScripted(busy, quiet int, live uint64) *scripted {
+	s := &scripted{live: live, now: time.Unix(1_000_000, 0)}
+	s.g = &GC{
+		busyPercent: busy, quietPercent: quiet, maxCycles: 0.6, quietAfter: 5, freeEvery: 10 * time.Second, current: busy,
+		readAllocs: func() (uint64, uint64) { return s.allocated, s.live },
+		setPercent: func(p int) int { s.set = append(s.set, p); return 0 },
+		freeOS:     func() { s.frees++ },
+		log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	s.g.step(s.now)
+	return s
+}
+
+// second allocates rate bytes over the next second, then samples.
+func (s *scripted) second(rate uint64) {
+	s.allocated += rate
+	s.now = s.now.Add(time.Second)
+	s.g.step(s.now)
 }
 
 // TestGCGovernorOff: no governor when its percent is 0 or GOGC is set.
@@ -185,70 +193,52 @@ func TestGCGovernorHeadroomFloor(t *testing.T) {
 // percent never lowers GOGC below the busy percent or a headroom floor
 // above it.
 func TestGCGovernorHerd(t *testing.T) {
-	const live = 80 << 20
-	var allocated uint64
-	var set []int
-	g := &GC{
-		busyPercent: 40, quietPercent: 25, maxCycles: 0.6, quietAfter: 5, freeEvery: 10 * time.Second, current: 40,
-		readAllocs: func() (uint64, uint64) { return allocated, live },
-		setPercent: func(p int) int { set = append(set, p); return 0 },
-		freeOS:     func() {},
-		log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
 	// At GOGC=25, 80 MiB live: 12 MiB/s is 0.6 cycles a second.
+	s := newScripted(40, 25, 80<<20)
+	g := s.g
 	quiet, busy := uint64(6<<20), uint64(18<<20)
-	now := time.Unix(1_000_000, 0)
-	second := func(rate uint64) {
-		allocated += rate
-		now = now.Add(time.Second)
-		g.step(now)
-	}
-	g.step(now)
-	g.herd(now)
-	if len(set) != 0 {
-		t.Fatalf("a herd without a herd percent set GOGC %v", set)
+	g.herd(s.now)
+	if len(s.set) != 0 {
+		t.Fatalf("a herd without a herd percent set GOGC %v", s.set)
 	}
 	g.SetHerd(200, 3*time.Second)
-	g.herd(now)
-	if !slices.Equal(set, []int{200}) {
-		t.Fatalf("a herd set GOGC %v, want [200]", set)
+	g.herd(s.now)
+	if !slices.Equal(s.set, []int{200}) {
+		t.Fatalf("a herd set GOGC %v, want [200]", s.set)
 	}
-	second(busy)
-	second(quiet)
-	g.herd(now) // a second herd within the hold: 3 s from now
-	second(quiet)
-	second(busy)
-	if !slices.Equal(set, []int{200}) {
-		t.Fatalf("within the hold GOGC set %v, want 200 kept", set)
+	s.second(busy)
+	s.second(quiet)
+	g.herd(s.now) // a second herd within the hold: 3 s from now
+	s.second(quiet)
+	s.second(busy)
+	if !slices.Equal(s.set, []int{200}) {
+		t.Fatalf("within the hold GOGC set %v, want 200 kept", s.set)
 	}
-	second(busy)
-	if !slices.Equal(set, []int{200, 40}) {
-		t.Fatalf("after the hold a busy second set GOGC %v, want 40 last", set)
+	s.second(busy)
+	if !slices.Equal(s.set, []int{200, 40}) {
+		t.Fatalf("after the hold a busy second set GOGC %v, want 40 last", s.set)
 	}
-	g.herd(now)
-	for range 3 {
-		second(quiet)
+	g.herd(s.now)
+	for range 8 {
+		s.second(quiet)
 	}
-	for range 5 {
-		second(quiet)
-	}
-	if !slices.Equal(set, []int{200, 40, 200, 25}) {
-		t.Fatalf("a herd, then quiet seconds: GOGC set %v, want 200 then 25 only after five quiet seconds past the hold", set)
+	if !slices.Equal(s.set, []int{200, 40, 200, 25}) {
+		t.Fatalf("a herd, then quiet seconds: GOGC set %v, want 200 then 25 only after five quiet seconds past the hold", s.set)
 	}
 	// A herd percent below the busy percent gives the busy one.
-	set = nil
+	s.set = nil
 	g.SetHerd(30, 3*time.Second)
-	g.herd(now)
-	if !slices.Equal(set, []int{40}) {
-		t.Fatalf("a herd percent of 30 under a busy 40 set GOGC %v, want [40]", set)
+	g.herd(s.now)
+	if !slices.Equal(s.set, []int{40}) {
+		t.Fatalf("a herd percent of 30 under a busy 40 set GOGC %v, want [40]", s.set)
 	}
 	// A headroom floor above the herd percent stands.
-	set = nil
+	s.set = nil
 	g.current = 400
 	g.SetHerd(200, 3*time.Second)
-	g.herd(now)
-	if len(set) != 0 {
-		t.Fatalf("a herd under a floor of 400 set GOGC %v, want it left at 400", set)
+	g.herd(s.now)
+	if len(s.set) != 0 {
+		t.Fatalf("a herd under a floor of 400 set GOGC %v, want it left at 400", s.set)
 	}
 }
 
