@@ -73,9 +73,10 @@ func run(ctx context.Context, o config.Options, base *slog.Logger) error {
 	// The busy percent holds from the start; the governor, if on, lowers
 	// it while the node is quiet.
 	governor.SetBusyGC(o.GCBusyPercent)
-	gcGovernor := governor.NewGC(o.GCBusyPercent, o.GCQuietPercent, o.GCMinHeadroom, governor.GCQuietMaxCycles, log)
+	gcGovernor := governor.NewGC(governor.GCConfig{BusyPercent: o.GCBusyPercent, QuietPercent: o.GCQuietPercent,
+		QuietMaxCycles: governor.GCQuietMaxCycles, MinHeadroom: o.GCMinHeadroom,
+		HerdPercent: o.GCHerdPercent, HerdHold: governor.GCHerdHold}, log)
 	if g := gcGovernor; g != nil {
-		g.SetHerd(o.GCHerdPercent, governor.GCHerdHold)
 		gctx, stopGovernor := context.WithCancel(ctx)
 		defer stopGovernor()
 		go g.Run(gctx, governor.GCInterval)

@@ -88,17 +88,31 @@ func SetBusyGC(busy int) bool {
 // operatorGOGC reports whether the operator set GOGC in the environment.
 func operatorGOGC() bool { return os.Getenv("GOGC") != "" }
 
-// NewGC returns a governor that switches between busy and quiet
-// percents, or nil when quiet is 0 (off) or the operator set GOGC, whose
-// choice it leaves alone. While busy it keeps at least minHeadroom bytes
-// of headroom (0: none), see busyFor.
-func NewGC(busy, quiet int, minHeadroom uint64, maxCycles float64, log *slog.Logger) *GC {
-	if quiet <= 0 || operatorGOGC() {
+// GCConfig is a GC governor's policy.
+type GCConfig struct {
+	// BusyPercent is GOGC while the node is busy, QuietPercent while it is
+	// quiet (0: no governor).
+	BusyPercent, QuietPercent int
+	// QuietMaxCycles: the node is quiet while collections at QuietPercent
+	// would come less often than this many times a second.
+	QuietMaxCycles float64
+	// MinHeadroom is the least headroom, in bytes past the live heap, kept
+	// while busy (0: none), see busyFor.
+	MinHeadroom uint64
+	// HerdPercent is GOGC for HerdHold after Herd (0: Herd does nothing).
+	HerdPercent int
+	HerdHold    time.Duration
+}
+
+// NewGC returns a governor with policy c, or nil when c.QuietPercent is 0
+// (off) or the operator set GOGC, whose choice it leaves alone.
+func NewGC(c GCConfig, log *slog.Logger) *GC {
+	if c.QuietPercent <= 0 || operatorGOGC() {
 		return nil
 	}
 	samples := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/live:bytes"}}
 	return &GC{
-		busyPercent: busy, quietPercent: quiet, maxCycles: maxCycles, quietAfter: 5, freeEvery: time.Minute,
+		busyPercent: c.BusyPercent, quietPercent: c.QuietPercent, maxCycles: c.QuietMaxCycles, quietAfter: 5, freeEvery: time.Minute,
 		readAllocs: func() (uint64, uint64) {
 			metrics.Read(samples)
 			var v [2]uint64
@@ -112,16 +126,12 @@ func NewGC(busy, quiet int, minHeadroom uint64, maxCycles float64, log *slog.Log
 		setPercent:  debug.SetGCPercent,
 		freeOS:      debug.FreeOSMemory,
 		log:         log,
-		current:     busy,
-		minHeadroom: minHeadroom,
+		current:     c.BusyPercent,
+		minHeadroom: c.MinHeadroom,
+		herdPercent: c.HerdPercent,
+		herdHold:    c.HerdHold,
 		herds:       make(chan struct{}, 1),
 	}
-}
-
-// SetHerd makes Herd hold GOGC at percent for hold (percent 0: Herd does
-// nothing). Call it before Run.
-func (g *GC) SetHerd(percent int, hold time.Duration) {
-	g.herdPercent, g.herdHold = percent, hold
 }
 
 // Herd says a herd of work has just begun (another member left or died:
@@ -146,20 +156,8 @@ func (g *GC) Herd() {
 // Run samples every interval and takes each herd Herd flags until ctx
 // ends, then restores the busy percent.
 func (g *GC) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	g.step(time.Now())
-	for {
-		select {
-		case <-ctx.Done():
-			g.set(g.busyPercent)
-			return
-		case now := <-t.C:
-			g.step(now)
-		case <-g.herds:
-			g.herd(time.Now())
-		}
-	}
+	everyUntil(ctx, interval, g.step, g.herds, g.herd)
+	g.set(g.busyPercent)
 }
 
 // herd starts (or extends) a herd's hold at now.

@@ -107,11 +107,11 @@ func (s *scripted) second(rate uint64) {
 // TestGCGovernorOff: no governor when its percent is 0 or GOGC is set.
 func TestGCGovernorOff(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if g := NewGC(100, 0, 16<<20, GCQuietMaxCycles, log); g != nil {
+	if g := NewGC(GCConfig{BusyPercent: 100, QuietMaxCycles: GCQuietMaxCycles, MinHeadroom: 16 << 20, HerdPercent: 200}, log); g != nil {
 		t.Fatal("a governor with --gc-quiet-percent 0")
 	}
 	t.Setenv("GOGC", "100")
-	if g := NewGC(100, 25, 16<<20, GCQuietMaxCycles, log); g != nil {
+	if g := NewGC(GCConfig{BusyPercent: 100, QuietPercent: 25, QuietMaxCycles: GCQuietMaxCycles, MinHeadroom: 16 << 20, HerdPercent: 200}, log); g != nil {
 		t.Fatal("a governor although GOGC is set")
 	}
 }
@@ -201,7 +201,7 @@ func TestGCGovernorHerd(t *testing.T) {
 	if len(s.set) != 0 {
 		t.Fatalf("a herd without a herd percent set GOGC %v", s.set)
 	}
-	g.SetHerd(200, 3*time.Second)
+	g.herdPercent, g.herdHold = 200, 3*time.Second
 	g.herd(s.now)
 	if !slices.Equal(s.set, []int{200}) {
 		t.Fatalf("a herd set GOGC %v, want [200]", s.set)
@@ -227,7 +227,7 @@ func TestGCGovernorHerd(t *testing.T) {
 	}
 	// A herd percent below the busy percent gives the busy one.
 	s.set = nil
-	g.SetHerd(30, 3*time.Second)
+	g.herdPercent = 30
 	g.herd(s.now)
 	if !slices.Equal(s.set, []int{40}) {
 		t.Fatalf("a herd percent of 30 under a busy 40 set GOGC %v, want [40]", s.set)
@@ -235,7 +235,7 @@ func TestGCGovernorHerd(t *testing.T) {
 	// A headroom floor above the herd percent stands.
 	s.set = nil
 	g.current = 400
-	g.SetHerd(200, 3*time.Second)
+	g.herdPercent, g.herdHold = 200, 3*time.Second
 	g.herd(s.now)
 	if len(s.set) != 0 {
 		t.Fatalf("a herd under a floor of 400 set GOGC %v, want it left at 400", s.set)
@@ -255,7 +255,7 @@ func TestGCGovernorHerdNeverBlocks(t *testing.T) {
 		log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 		herds:      make(chan struct{}, 1),
 	}
-	g.SetHerd(200, time.Minute)
+	g.herdPercent, g.herdHold = 200, time.Minute
 	for range 100 {
 		g.Herd() // nobody takes them yet: must not block
 	}

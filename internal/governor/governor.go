@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// everyUntil calls step now and at every tick of interval until ctx ends:
-// the sampling loop of both governors.
-func everyUntil(ctx context.Context, interval time.Duration, step func(now time.Time)) {
+// everyUntil calls step now and at every tick of interval, and woken at
+// every signal on wake (nil: none), until ctx ends: the loop of both
+// governors, so that a governor's state has one goroutine.
+func everyUntil(ctx context.Context, interval time.Duration, step func(now time.Time), wake <-chan struct{}, woken func(now time.Time)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	step(time.Now())
@@ -17,6 +18,8 @@ func everyUntil(ctx context.Context, interval time.Duration, step func(now time.
 			return
 		case now := <-t.C:
 			step(now)
+		case <-wake:
+			woken(time.Now())
 		}
 	}
 }

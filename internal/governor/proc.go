@@ -108,7 +108,7 @@ func NewProc(on bool, log *slog.Logger) *Proc {
 
 // Run samples every interval until ctx ends, then restores the default width.
 func (g *Proc) Run(ctx context.Context, interval time.Duration) {
-	everyUntil(ctx, interval, g.step)
+	everyUntil(ctx, interval, g.step, nil, nil)
 	g.widen(0)
 }
 

@@ -26,9 +26,9 @@ import (
 const DefaultGCBusyPercent = 40
 
 // DefaultGCHerdPercent is GOGC for a while after another member left or
-// died: the survivors' takeover of 3,000 matches' worth of a dead member
-// came back 0.5-1.2 s sooner at the p50 than at the busy percent, with less
-// of their CPU per match (docs/performance.md §3.4).
+// died: taking over a dead member's 1,000-odd matches, the survivors spent
+// less CPU per match than at the busy percent and the herd's p99 fell
+// (docs/performance.md §3.4); 400 did no better.
 const DefaultGCHerdPercent = 200
 
 // Options is every setting of a node, from flags and MATCHD_* variables.
