@@ -32,7 +32,16 @@ const (
 	// address allocated them again under protoactor's endpoint lock while
 	// every grain pushing to that peer waited (docs/cluster.md §5.1).
 	endpointWriterQueueSize = 1024
-	minHeartbeatExpiration  = time.Minute
+	// remoteWindowSize is the HTTP/2 flow-control window of every stream
+	// and connection between members, set explicitly so that gRPC turns
+	// its dynamic window off: with it on, each data frame that arrived
+	// while no bandwidth probe was out sent one (a window update and a
+	// PING for the sender to answer), so a quiet link between members
+	// paid a probe round trip, four more system calls, for nearly every
+	// batch of messages (docs/cluster.md §5.1). 1 MiB bounds what a peer
+	// may have in flight toward this member unread.
+	remoteWindowSize       = 1 << 20
+	minHeartbeatExpiration = time.Minute
 )
 
 // Config describes one cluster member. Only ClusterName, GossipAddr and

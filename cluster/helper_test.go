@@ -91,6 +91,7 @@ func TestHelperMember(t *testing.T) {
 			cmdKeys:      keysHandler,
 			cmdPID:       pidHandler,
 			cmdGoneSend:  goneSendHandler,
+			cmdSendTo:    sendToHandler,
 			cmdStopGrain: stopGrainHandler,
 			cmdSetPID:    setPIDHandler,
 		},

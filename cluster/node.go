@@ -266,6 +266,10 @@ func (n *Node) remoteConfig() (*remote.Config, error) {
 			remote.WithDialOptions(grpc.WithTransportCredentials(creds)))
 	}
 	rc := remote.Configure(host, port, opts...)
+	rc.ServerOptions = append(slices.Clip(rc.ServerOptions),
+		grpc.InitialWindowSize(remoteWindowSize), grpc.InitialConnWindowSize(remoteWindowSize))
+	rc.DialOptions = append(slices.Clip(rc.DialOptions),
+		grpc.WithInitialWindowSize(remoteWindowSize), grpc.WithInitialConnWindowSize(remoteWindowSize))
 	rc.MaxRetryCount = remoteMaxRetryCount
 	rc.EndpointWriterQueueSize = endpointWriterQueueSize
 	return rc, nil
