@@ -56,6 +56,12 @@ export async function startMatchd(extra = [], opts = {}) {
     [
       "--node-name", "web-e2e", "--gossip-addr", "127.0.0.1:0", "--remote-addr", "127.0.0.1:0",
       "--listen", opts.listen ?? "127.0.0.1:0", "--data-dir", dataDir, "--log-level", "warn", "--public-play",
+      // Every page of a test file comes from 127.0.0.1, and a file creates
+      // matches faster than the default 10 a minute per address allows a
+      // player: on a quick machine play.test.mjs's lobby test found its
+      // creation refused (429) and waited for a board in vain. A test of the
+      // limit itself can pass its own value in extra (the last one counts).
+      "--public-creates-per-minute", "600",
       ...(keys ? ["--admin-token", adminToken, "--ticket-key", ticketKey] : []),
       ...extra,
     ],
