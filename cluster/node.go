@@ -390,12 +390,9 @@ func (n *Node) TopologyChanged() <-chan struct{} {
 
 // MemberLost returns a channel closed at the next topology change in which
 // a member left (it left, died or was declared dead): its matches come
-// back on the survivors then.
-func (n *Node) MemberLost() <-chan struct{} { return n.memberLost() }
-
-// memberLost returns a channel closed at the next change in which a member
-// left: requests in flight may be waiting on it and are worth re-sending.
-func (n *Node) memberLost() <-chan struct{} {
+// back on the survivors then, and requests in flight to it are worth
+// re-sending.
+func (n *Node) MemberLost() <-chan struct{} {
 	n.topoMu.Lock()
 	defer n.topoMu.Unlock()
 	return n.lost

@@ -185,7 +185,7 @@ func (n *Node) attempt(ctx context.Context, identity, kind string, wire any) (v 
 // The attempt carries its deadline, its start plus timeout, and ends then
 // (cluster/deadline.go).
 func (n *Node) attemptRemote(ctx context.Context, identity, kind, target string, wire any, timeout time.Duration) (v any, retry bool, err error) {
-	lost := n.memberLost()
+	lost := n.MemberLost()
 	sender, msg := newAttemptSender(n.system.Root, n.log, wire, time.Now().Add(timeout))
 	defer sender.end()
 	t := getTimer(timeout)
@@ -213,7 +213,7 @@ func (n *Node) attemptRemote(ctx context.Context, identity, kind, target string,
 			return n.attemptExpired(identity, kind)
 		case <-lost:
 			if n.hasMember(target) {
-				lost = n.memberLost()
+				lost = n.MemberLost()
 				continue
 			}
 			return nil, true, memberLostError(target)
@@ -239,7 +239,7 @@ func (n *Node) attemptLocal(ctx context.Context, identity, kind string, pid *act
 	defer n.replies.remove(self)
 	t := getTimer(timeout)
 	defer putTimer(t)
-	lost := n.memberLost()
+	lost := n.MemberLost()
 	n.system.Root.RequestWithCustomSender(pid, wire, self)
 	for {
 		select {
@@ -252,7 +252,7 @@ func (n *Node) attemptLocal(ctx context.Context, identity, kind string, pid *act
 			return n.localFailed(identity, kind, actor.ErrTimeout)
 		case <-lost:
 			if n.hasMember(pid.Address) {
-				lost = n.memberLost()
+				lost = n.MemberLost()
 				continue
 			}
 			return nil, true, memberLostError(pid.Address)
@@ -285,7 +285,7 @@ func (n *Node) attemptCachedRemote(ctx context.Context, identity, kind string, p
 	rp := &replyProcess{ch: make(chan any, 1)}
 	self, _ := n.system.ProcessRegistry.Add(rp, "reply$"+n.system.ProcessRegistry.NextId())
 	defer n.system.ProcessRegistry.Remove(self)
-	lost := n.memberLost()
+	lost := n.MemberLost()
 	n.system.Root.RequestWithCustomSender(pid, msg, self)
 	for {
 		select {
@@ -298,7 +298,7 @@ func (n *Node) attemptCachedRemote(ctx context.Context, identity, kind string, p
 			return n.attemptExpired(identity, kind)
 		case <-lost:
 			if n.hasMember(pid.Address) {
-				lost = n.memberLost()
+				lost = n.MemberLost()
 				continue
 			}
 			return nil, true, memberLostError(pid.Address)

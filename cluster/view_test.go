@@ -31,7 +31,7 @@ func TestViewChangesAfterThePublish(t *testing.T) {
 	if n.OwnerAddress(id, "k") != b.Address() {
 		t.Fatal("no identity of 100 is owned by b")
 	}
-	lost, changed := n.memberLost(), n.TopologyChanged()
+	lost, changed := n.MemberLost(), n.TopologyChanged()
 
 	n.onEvent(&pcluster.ClusterTopology{Members: []*pcluster.Member{a}, Left: []*pcluster.Member{b}})
 	if got := n.OwnerAddress(id, "k"); got != b.Address() || !n.hasMember(b.Address()) {

@@ -76,10 +76,10 @@ func run(ctx context.Context, o config.Options, base *slog.Logger) error {
 	gcGovernor := governor.NewGC(governor.GCConfig{BusyPercent: o.GCBusyPercent, QuietPercent: o.GCQuietPercent,
 		QuietMaxCycles: governor.GCQuietMaxCycles, MinHeadroom: o.GCMinHeadroom,
 		HerdPercent: o.GCHerdPercent, HerdHold: governor.GCHerdHold}, log)
-	if g := gcGovernor; g != nil {
+	if gcGovernor != nil {
 		gctx, stopGovernor := context.WithCancel(ctx)
 		defer stopGovernor()
-		go g.Run(gctx, governor.GCInterval)
+		go gcGovernor.Run(gctx, governor.GCInterval)
 	}
 	if g := governor.NewProc(o.ProcGovernor, log); g != nil {
 		pctx, stopGovernor := context.WithCancel(ctx)
@@ -144,7 +144,7 @@ func run(ctx context.Context, o config.Options, base *slog.Logger) error {
 		return fmt.Errorf("start cluster member: %w", err)
 	}
 	gate.Started(node)
-	if gcGovernor != nil && o.GCHerdPercent > 0 {
+	if gcGovernor != nil { // a herd percent of 0 makes Herd do nothing
 		go herdsOf(ctx, node, gcGovernor)
 	}
 	gw, err := grains.NewGateway(grains.GatewayConfig{
