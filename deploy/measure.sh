@@ -229,7 +229,12 @@ run_all() {
 import json, sys
 work = sys.argv[1]
 print()
-print("| same load | intents/s | p50 | p99 | max | errors | CPU per intent (summed over the nodes) | each member's | machine: cores busy (PostgreSQL) |")
+def calls(node):
+    """The node's read and write system calls per intent, where it exports them."""
+    if "readCallsPerIntent" not in node and "writeCallsPerIntent" not in node:
+        return ""
+    return f" ({node.get('readCallsPerIntent', 0):.1f} reads, {node.get('writeCallsPerIntent', 0):.1f} writes)"
+print("| same load | intents/s | p50 | p99 | max | errors | CPU per intent (summed over the nodes; their system calls per intent) | each member's | machine: cores busy (PostgreSQL) |")
 print("|---|---|---|---|---|---|---|---|---|")
 base = None
 for name, f in (("3 members, every session on a member that does not own its match", "cluster3.json"), ("1 node", "cluster3.one.json")):
@@ -241,7 +246,7 @@ for name, f in (("3 members, every session on a member that does not own its mat
     node, lat, m = r.get("node") or {}, r["latencyMs"], r.get("machine") or {}
     each = " / ".join(f"{u['cpuMsPerIntent']:.3f}" for u in r.get("members") or [] if u) or "—"
     print(f"| {name}: {r['matches']:,} matches × {r['ratePerMatch']:g}/s | {r['intentsPerSecond']:,.0f} | {lat['p50']:.1f} ms | {lat['p99']:.1f} ms | "
-          f"{lat['max']:.0f} ms | {r['errors']} | {node.get('cpuMsPerIntent', 0):.3f} ms | {each} | "
+          f"{lat['max']:.0f} ms | {r['errors']} | {node.get('cpuMsPerIntent', 0):.3f} ms{calls(node)} | {each} | "
           f"{m.get('busyCores', 0):.2f} of {m.get('cpus', 0)} ({m.get('databaseCores') or 0:.2f}) |")
 EOF
 	}
@@ -363,8 +368,13 @@ EOF
 		python3 - "$work" "${table[@]}" <<'EOF'
 import json, sys
 work, names = sys.argv[1], sys.argv[2:]
+def calls(node):
+    """The node's read and write system calls per intent, where it exports them."""
+    if "readCallsPerIntent" not in node and "writeCallsPerIntent" not in node:
+        return ""
+    return f" ({node.get('readCallsPerIntent', 0):.1f} reads, {node.get('writeCallsPerIntent', 0):.1f} writes)"
 print()
-print("| workload | intents/s | p50 | p90 | p99 | max | skipped ticks | errors | node CPU per intent | node peak RSS | per match (peak − start) | cores busy (load generator / PostgreSQL) | node's times: intent mean (p50 / p99) / append / statement |")
+print("| workload | intents/s | p50 | p90 | p99 | max | skipped ticks | errors | node CPU per intent (system calls per intent) | node peak RSS | per match (peak − start) | cores busy (load generator / PostgreSQL) | node's times: intent mean (p50 / p99) / append / statement |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 idle = []
 for n in names:
@@ -382,7 +392,7 @@ for n in names:
     ticks = f"{r['skippedTicks']:,} of {r['ticks']:,}" if r["mode"] == "open" else "—"
     print(f"| {r['matches']:,} matches, {mode} | {r['intentsPerSecond']:,.0f} | {lat['p50']:.1f} ms | {lat['p90']:.1f} ms | "
           f"{lat['p99']:.1f} ms | {lat['max']:.0f} ms | {ticks} | {r['errors']} | "
-          f"{node.get('cpuMsPerIntent', 0):.3f} ms | {node.get('peakRssBytes', 0)/2**20:.0f} MiB | "
+          f"{node.get('cpuMsPerIntent', 0):.3f} ms{calls(node)} | {node.get('peakRssBytes', 0)/2**20:.0f} MiB | "
           + (f"{(node.get('peakRssBytes', 0) - node.get('rssBytesAtStart', 0))/r['matches']/1024:.1f} KiB |"
              if r["mode"] == "open" else "— |")
           + (f" {m['busyCores']:.2f} of {m['cpus']} ({m['loadGeneratorCores']:.2f} / "

@@ -67,15 +67,16 @@ func processMetrics(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	return hs, &n
 }
 
-// serverMetrics is processMetrics with the node's latency histograms: every
-// scrape adds 100 intents of 5 ms on average (40 within 2 ms, 90 within
-// 5 ms, 98 within 10 ms, all within 20 ms), 2 appends of 4 ms and 1
-// statement of 3 ms.
+// serverMetrics is processMetrics with the node's latency histograms and
+// system calls: every scrape adds 100 intents of 5 ms on average (40 within
+// 2 ms, 90 within 5 ms, 98 within 10 ms, all within 20 ms), 2 appends of
+// 4 ms and 1 statement of 3 ms, 700 reads and 300 writes.
 func serverMetrics(t *testing.T) *httptest.Server {
 	var n atomic.Int64
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		i := float64(n.Add(1))
 		fmt.Fprintf(w, "process_cpu_seconds_total %g\nprocess_resident_memory_bytes %g\n", i, (100+i)*(1<<20))
+		fmt.Fprintf(w, "matchgrain_process_read_syscalls_total %g\nmatchgrain_process_write_syscalls_total %g\n", 700*i, 300*i)
 		for _, h := range []struct {
 			name       string
 			count, sum float64
@@ -116,6 +117,13 @@ func TestLoadServerTimes(t *testing.T) {
 	// 99th the first of the 2 between 10 and 20 ms.
 	if sm := r.Node.ServerMs; !near(sm.IntentP50, 2.6) || !near(sm.IntentP99, 15) {
 		t.Errorf("intent p50 %v, p99 %v, want 2.6 and 15 ms", sm.IntentP50, sm.IntentP99)
+	}
+	// The window's system calls are whole scrapes' worth (700 reads and
+	// 300 writes each), divided by the window's intents.
+	reads, writes := r.Node.ReadCallsPerIntent*float64(r.Intents), r.Node.WriteCallsPerIntent*float64(r.Intents)
+	if scrapes := math.Round(reads / 700); scrapes < 1 || !near(reads, 700*scrapes) || !near(writes, 300*scrapes) {
+		t.Errorf("%v reads and %v writes per intent over %d intents, want 700 and 300 per scrape",
+			r.Node.ReadCallsPerIntent, r.Node.WriteCallsPerIntent, r.Intents)
 	}
 }
 
@@ -181,6 +189,9 @@ func TestLoadOpenLoop(t *testing.T) {
 	}
 	if r.Node != nil && r.Node.ServerMs != nil {
 		t.Errorf("server times %+v from a node that exports no latency histograms", r.Node.ServerMs)
+	}
+	if r.Node != nil && (r.Node.ReadCallsPerIntent != 0 || r.Node.WriteCallsPerIntent != 0) {
+		t.Errorf("system calls %+v from a node that exports none", r.Node)
 	}
 	if runtime.GOOS == "linux" {
 		// The machine's CPU over the window: this test's own work at least

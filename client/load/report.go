@@ -55,6 +55,14 @@ type NodeUsage struct {
 	CPUMsPerIntent  float64 `json:"cpuMsPerIntent"`
 	PeakRSSBytes    float64 `json:"peakRssBytes"`
 	RSSBytesAtStart float64 `json:"rssBytesAtStart"`
+	// ReadCallsPerIntent and WriteCallsPerIntent are the node's read-like
+	// and write-like system calls over the window per intent
+	// (matchgrain_process_read_syscalls_total and _write_: its sockets'
+	// reads and writes, recvmsg and sendmsg not counted); absent where the
+	// node does not export them (not Linux), or on a cluster where one
+	// member does not.
+	ReadCallsPerIntent  float64 `json:"readCallsPerIntent,omitempty"`
+	WriteCallsPerIntent float64 `json:"writeCallsPerIntent,omitempty"`
 	// ServerMs is the node's own account of the window, where it exports
 	// the histograms (absent otherwise).
 	ServerMs *ServerTimes `json:"serverMs,omitempty"`
@@ -108,6 +116,9 @@ func (r *Report) WriteText(out io.Writer) {
 	if n := r.Node; n != nil {
 		fmt.Fprintf(out, "node: %.2f CPU s while measuring, %.3f ms CPU per intent, peak RSS %.1f MiB (%.1f MiB before the run)\n",
 			n.CPUSeconds, n.CPUMsPerIntent, n.PeakRSSBytes/(1<<20), n.RSSBytesAtStart/(1<<20))
+		if n.ReadCallsPerIntent > 0 || n.WriteCallsPerIntent > 0 {
+			fmt.Fprintf(out, "node's system calls per intent: %.1f reads, %.1f writes\n", n.ReadCallsPerIntent, n.WriteCallsPerIntent)
+		}
 	} else {
 		fmt.Fprintln(out, "node: CPU and memory unknown (no process metrics at --metrics)")
 	}
@@ -115,7 +126,8 @@ func (r *Report) WriteText(out io.Writer) {
 		if m == nil {
 			continue
 		}
-		fmt.Fprintf(out, "  member %d: %.2f CPU s, %.3f ms CPU per intent (the node line sums the members)\n", i, m.CPUSeconds, m.CPUMsPerIntent)
+		fmt.Fprintf(out, "  member %d: %.2f CPU s, %.3f ms CPU per intent, %.1f reads and %.1f writes per intent (the node lines sum the members)\n",
+			i, m.CPUSeconds, m.CPUMsPerIntent, m.ReadCallsPerIntent, m.WriteCallsPerIntent)
 	}
 	if t := r.Node; t != nil && t.ServerMs != nil {
 		sm := t.ServerMs

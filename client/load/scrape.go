@@ -27,8 +27,12 @@ type bucketCount struct{ le, count float64 }
 // nodeScrape is one read of the node's /metrics.
 type nodeScrape struct {
 	cpu, rss float64
-	hist     [len(serverHistograms)]histTotals
-	haveHist bool // all of serverHistograms were there
+	// calls are the read and write system calls so far, where the node
+	// exports them (haveCalls).
+	calls     [2]float64
+	haveCalls bool
+	hist      [len(serverHistograms)]histTotals
+	haveHist  bool // all of serverHistograms were there
 	// intentBuckets are the buckets of serverHistograms[0], in ascending
 	// bounds, +Inf last.
 	intentBuckets []bucketCount
@@ -76,6 +80,10 @@ type nodeWatch struct {
 	cpu                 float64
 	cpuStart, cpuEnd    float64
 	measuring           bool
+	// calls are the latest read and write system-call counts and their
+	// reads at the window's bounds; callsOK says every read had them.
+	calls, callsStart, callsEnd [2]float64
+	callsOK                     bool
 	// hist is the latest read of serverHistograms; histStart and histEnd
 	// bound the window; histOK says every read in the window had them.
 	hist, histStart, histEnd [len(serverHistograms)]histTotals
@@ -101,9 +109,11 @@ func (n *nodeWatch) sample() {
 	if !n.ok {
 		n.rssStart = sc.rss
 		n.histOK = sc.haveHist
+		n.callsOK = sc.haveCalls
 	}
 	n.ok = true
 	n.cpu, n.rss = sc.cpu, sc.rss
+	n.calls, n.callsOK = sc.calls, n.callsOK && sc.haveCalls
 	n.hist, n.intentBuckets = sc.hist, sc.intentBuckets
 	n.histOK = n.histOK && sc.haveHist
 	if n.measuring {
@@ -114,11 +124,13 @@ func (n *nodeWatch) sample() {
 func (n *nodeWatch) markStart() {
 	n.sample()
 	n.cpuStart, n.peak, n.measuring = n.cpu, n.rss, true
+	n.callsStart = n.calls
 	n.histStart, n.intentStart = n.hist, n.intentBuckets
 }
 
 func (n *nodeWatch) markEnd() {
 	n.cpuEnd, n.histEnd, n.intentEnd = n.cpu, n.hist, n.intentBuckets
+	n.callsEnd = n.calls
 	n.measuring = false // the peak RSS is the window's too
 }
 
@@ -152,12 +164,17 @@ func (n *nodeWatch) usage(intents int) *NodeUsage {
 		ServerMs: n.serverTimes()}
 	if intents > 0 {
 		u.CPUMsPerIntent = u.CPUSeconds * 1000 / float64(intents)
+		if n.callsOK {
+			u.ReadCallsPerIntent = (n.callsEnd[0] - n.callsStart[0]) / float64(intents)
+			u.WriteCallsPerIntent = (n.callsEnd[1] - n.callsStart[1]) / float64(intents)
+		}
 	}
 	return u
 }
 
 // scrapeNode fetches a Prometheus text exposition and returns the two
-// process gauges the Go client's process collector exports, and the sums,
+// process gauges the Go client's process collector exports, the node's
+// read and write system calls where it exports them, and the sums,
 // counts (and, for the intent, buckets) of serverHistograms where present.
 func scrapeNode(c *http.Client, url string) (nodeScrape, error) {
 	var sc nodeScrape
@@ -180,6 +197,9 @@ func scrapeNode(c *http.Client, url string) (nodeScrape, error) {
 	if !haveCPU || !haveRSS {
 		return sc, fmt.Errorf("scrape %s: no process_cpu_seconds_total or process_resident_memory_bytes", url)
 	}
+	reads, haveReads := scalar(fams["matchgrain_process_read_syscalls_total"])
+	writes, haveWrites := scalar(fams["matchgrain_process_write_syscalls_total"])
+	sc.calls, sc.haveCalls = [2]float64{reads, writes}, haveReads && haveWrites
 	sc.haveHist = true
 	for i, name := range serverHistograms {
 		h := histogram(fams[name])
@@ -274,7 +294,9 @@ func (ns nodeWatches) usage(intents int) *NodeUsage {
 		return ns[0].usage(intents)
 	}
 	var sum *NodeUsage
+	allCalls := true
 	for _, n := range ns {
+		allCalls = allCalls && n.callsOK
 		u := n.usage(intents)
 		if u == nil {
 			return nil // a member's figures missing: no sum
@@ -284,8 +306,13 @@ func (ns nodeWatches) usage(intents int) *NodeUsage {
 		}
 		sum.CPUSeconds += u.CPUSeconds
 		sum.CPUMsPerIntent += u.CPUMsPerIntent
+		sum.ReadCallsPerIntent += u.ReadCallsPerIntent
+		sum.WriteCallsPerIntent += u.WriteCallsPerIntent
 		sum.PeakRSSBytes += u.PeakRSSBytes
 		sum.RSSBytesAtStart += u.RSSBytesAtStart
+	}
+	if sum != nil && !allCalls { // a part of a sum is no sum
+		sum.ReadCallsPerIntent, sum.WriteCallsPerIntent = 0, 0
 	}
 	return sum
 }

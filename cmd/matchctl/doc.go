@@ -31,7 +31,8 @@
 // and, from the node's /metrics (process_cpu_seconds_total and
 // process_resident_memory_bytes), its CPU seconds and peak RSS, and where
 // it exports them the means of its own latency histograms over the window
-// (an intent at the edge, its durable append, one database statement); on Linux
+// (an intent at the edge, its durable append, one database statement) and
+// its read and write system calls per intent; on Linux
 // also how many of this machine's cores were busy meanwhile and how many of
 // them the load generator itself used, since on one machine shared with the
 // node latency is mostly waiting for a CPU once every core is busy. With
