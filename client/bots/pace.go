@@ -13,10 +13,19 @@ import (
 // intent still in flight, or no intent chosen yet, is skipped: the load
 // generator does not catch up later, so a slow server shows up as skipped
 // ticks and latency instead of a lower offered rate.
+//
+// The phase counts from the match's first chosen intent, not from the
+// pacer's start: the bots first read the match's opening (their sessions'
+// snapshots and first decisions), and a tick a fraction of a millisecond
+// after the start, which a random phase sometimes is, would find nothing
+// chosen yet and count as skipped although the server was not slow.
 type pacer struct {
 	interval time.Duration
 	stats    *Stats
 	grant    chan struct{}
+	// started is closed when a bot first waits with a chosen intent.
+	started   chan struct{}
+	startOnce sync.Once
 
 	mu       sync.Mutex
 	waiting  int
@@ -27,11 +36,24 @@ type pacer struct {
 }
 
 func newPacer(rate float64, st *Stats) *pacer {
-	return &pacer{interval: time.Duration(float64(time.Second) / rate), stats: st, grant: make(chan struct{}, 1)}
+	return &pacer{interval: time.Duration(float64(time.Second) / rate), stats: st, grant: make(chan struct{}, 1),
+		started: make(chan struct{})}
 }
 
-// run ticks until ctx ends, and once more when nudge is closed (nil: never).
+// run ticks until ctx ends, the first time a random phase after the first
+// intent is chosen, and once more when nudge is closed (nil: never).
 func (p *pacer) run(ctx context.Context, nudge <-chan struct{}) {
+	for waiting := true; waiting; {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.started:
+			waiting = false
+		case <-nudge:
+			nudge = nil
+			p.tick(true)
+		}
+	}
 	phase := time.NewTimer(rand.N(p.interval))
 	defer phase.Stop()
 	var t <-chan time.Time // nil until the phase has passed
@@ -80,6 +102,7 @@ func (p *pacer) grantLocked() bool {
 
 // wait blocks the bot that has chosen an intent until a tick lets it send.
 func (p *pacer) wait(ctx context.Context) bool {
+	p.startOnce.Do(func() { close(p.started) })
 	p.mu.Lock()
 	p.waiting++
 	if p.owed {

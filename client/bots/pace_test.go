@@ -50,6 +50,36 @@ func TestPacerNudge(t *testing.T) {
 	}
 }
 
+// TestPacerStartsWithTheFirstIntent: ticks before the match's first intent
+// is chosen neither happen nor count as skipped; once a bot waits, the
+// ticks grant it and go on at the rate.
+func TestPacerStartsWithTheFirstIntent(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st := &Stats{}
+	p := newPacer(1000, st) // a tick a millisecond
+	go p.run(ctx, nil)
+	time.Sleep(30 * time.Millisecond) // the bots still reading the opening
+	if ticks, skipped := st.Ticks(); ticks != 0 || skipped != 0 {
+		t.Fatalf("%d ticks (%d skipped) before any intent was chosen, want none", ticks, skipped)
+	}
+	granted := make(chan bool, 1)
+	go func() { granted <- p.wait(ctx) }()
+	select {
+	case ok := <-granted:
+		if !ok {
+			t.Fatal("wait ended without a grant")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first intent was never granted")
+	}
+	if ticks, skipped := st.Ticks(); ticks < 1 || skipped != 0 {
+		t.Errorf("%d ticks, %d skipped at the first grant, want at least one and none skipped", ticks, skipped)
+	}
+	p.done()
+	waitFor(t, func() bool { ticks, skipped := st.Ticks(); return skipped >= 3 && ticks >= 4 })
+}
+
 // waitFor polls cond until it holds, for at most 10 s.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
