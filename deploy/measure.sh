@@ -374,7 +374,7 @@ def calls(node):
         return ""
     return f" ({node.get('readCallsPerIntent', 0):.1f} reads, {node.get('writeCallsPerIntent', 0):.1f} writes)"
 print()
-print("| workload | intents/s | p50 | p90 | p99 | max | skipped ticks | errors | node CPU per intent (system calls per intent) | node peak RSS | per match (peak − start) | cores busy (load generator / PostgreSQL) | node's times: intent mean (p50 / p99) / append / statement |")
+print("| workload | intents/s | p50 | p90 | p99 | max | skipped ticks | errors | node CPU per intent (system calls per intent) | node peak RSS | per match (peak − start) | cores busy (load generator / PostgreSQL) | node's times: intent mean (p50 / p99) / append (p99) / statement (p99) |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 idle = []
 for n in names:
@@ -397,7 +397,7 @@ for n in names:
              if r["mode"] == "open" else "— |")
           + (f" {m['busyCores']:.2f} of {m['cpus']} ({m['loadGeneratorCores']:.2f} / "
              + (f"{m['databaseCores']:.2f}" if "databaseCores" in m else "—") + ") |" if (m := r.get("machine")) else " — |")
-          + (f" {t['intent']:.2f} ({t.get('intentP50', 0):.1f} / {t.get('intentP99', 0):.1f}) / {t['append']:.2f} / {t['statement']:.2f} ms |"
+          + (f" {t['intent']:.2f} ({t.get('intentP50', 0):.1f} / {t.get('intentP99', 0):.1f}) / {t['append']:.2f} ({t.get('appendP99', 0):.1f}) / {t['statement']:.2f} ({t.get('statementP99', 0):.1f}) ms |"
              if (t := node.get("serverMs")) else " — |"))
 for r in idle:
     print()

@@ -70,26 +70,27 @@ func processMetrics(t *testing.T) (*httptest.Server, *atomic.Int64) {
 // serverMetrics is processMetrics with the node's latency histograms and
 // system calls: every scrape adds 100 intents of 5 ms on average (40 within
 // 2 ms, 90 within 5 ms, 98 within 10 ms, all within 20 ms), 2 appends of
-// 4 ms and 1 statement of 3 ms, 700 reads and 300 writes.
+// 4 ms (between 2 and 5 ms), 1 statement of 3 ms (between 1 and 3 ms), 700
+// reads and 300 writes.
 func serverMetrics(t *testing.T) *httptest.Server {
 	var n atomic.Int64
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		i := float64(n.Add(1))
 		fmt.Fprintf(w, "process_cpu_seconds_total %g\nprocess_resident_memory_bytes %g\n", i, (100+i)*(1<<20))
 		fmt.Fprintf(w, "matchgrain_process_read_syscalls_total %g\nmatchgrain_process_write_syscalls_total %g\n", 700*i, 300*i)
+		type bucket struct{ le, count float64 }
 		for _, h := range []struct {
 			name       string
 			count, sum float64
+			buckets    []bucket
 		}{
-			{"matchgrain_edge_intent_duration_seconds", 100, 0.5},
-			{"matchgrain_store_append_duration_seconds", 2, 0.008},
-			{"matchgrain_store_statement_duration_seconds", 1, 0.003},
+			{"matchgrain_edge_intent_duration_seconds", 100, 0.5, []bucket{{0.001, 0}, {0.002, 40}, {0.005, 90}, {0.01, 98}, {0.02, 100}}},
+			{"matchgrain_store_append_duration_seconds", 2, 0.008, []bucket{{0.002, 0}, {0.005, 2}}},
+			{"matchgrain_store_statement_duration_seconds", 1, 0.003, []bucket{{0.001, 0}, {0.003, 1}}},
 		} {
 			fmt.Fprintf(w, "# TYPE %s histogram\n", h.name)
-			if h.name == "matchgrain_edge_intent_duration_seconds" {
-				for _, b := range []struct{ le, count float64 }{{0.001, 0}, {0.002, 40}, {0.005, 90}, {0.01, 98}, {0.02, 100}} {
-					fmt.Fprintf(w, "%s_bucket{le=\"%g\"} %g\n", h.name, b.le, i*b.count)
-				}
+			for _, b := range h.buckets {
+				fmt.Fprintf(w, "%s_bucket{le=\"%g\"} %g\n", h.name, b.le, i*b.count)
 			}
 			fmt.Fprintf(w, "%[1]s_bucket{le=\"+Inf\"} %[2]g\n%[1]s_sum %[3]g\n%[1]s_count %[2]g\n", h.name, i*h.count, i*h.sum)
 		}
@@ -117,6 +118,11 @@ func TestLoadServerTimes(t *testing.T) {
 	// 99th the first of the 2 between 10 and 20 ms.
 	if sm := r.Node.ServerMs; !near(sm.IntentP50, 2.6) || !near(sm.IntentP99, 15) {
 		t.Errorf("intent p50 %v, p99 %v, want 2.6 and 15 ms", sm.IntentP50, sm.IntentP99)
+	}
+	// The append's p99 is 99 % of the way through its one bucket between 2
+	// and 5 ms, the statement's through its bucket between 1 and 3 ms.
+	if sm := r.Node.ServerMs; !near(sm.AppendP99, 4.97) || !near(sm.StatementP99, 2.98) {
+		t.Errorf("append p99 %v, statement p99 %v, want 4.97 and 2.98 ms", sm.AppendP99, sm.StatementP99)
 	}
 	// The window's system calls are whole scrapes' worth (700 reads and
 	// 300 writes each), divided by the window's intents.

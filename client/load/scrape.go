@@ -33,9 +33,9 @@ type nodeScrape struct {
 	haveCalls bool
 	hist      [len(serverHistograms)]histTotals
 	haveHist  bool // all of serverHistograms were there
-	// intentBuckets are the buckets of serverHistograms[0], in ascending
-	// bounds, +Inf last.
-	intentBuckets []bucketCount
+	// buckets are each of serverHistograms' buckets, in ascending bounds,
+	// +Inf last.
+	buckets [len(serverHistograms)][]bucketCount
 }
 
 // quantile estimates the q-quantile of the observations that fell between
@@ -88,9 +88,9 @@ type nodeWatch struct {
 	// bound the window; histOK says every read in the window had them.
 	hist, histStart, histEnd [len(serverHistograms)]histTotals
 	histOK                   bool
-	// intentBuckets, and their reads at the window's bounds, for the
-	// intent percentiles.
-	intentBuckets, intentStart, intentEnd []bucketCount
+	// buckets, and their reads at the window's bounds, for the
+	// percentiles.
+	buckets, bucketsStart, bucketsEnd [len(serverHistograms)][]bucketCount
 }
 
 func newNodeWatch(url string) *nodeWatch {
@@ -114,7 +114,7 @@ func (n *nodeWatch) sample() {
 	n.ok = true
 	n.cpu, n.rss = sc.cpu, sc.rss
 	n.calls, n.callsOK = sc.calls, n.callsOK && sc.haveCalls
-	n.hist, n.intentBuckets = sc.hist, sc.intentBuckets
+	n.hist, n.buckets = sc.hist, sc.buckets
 	n.histOK = n.histOK && sc.haveHist
 	if n.measuring {
 		n.peak = max(n.peak, sc.rss)
@@ -125,11 +125,11 @@ func (n *nodeWatch) markStart() {
 	n.sample()
 	n.cpuStart, n.peak, n.measuring = n.cpu, n.rss, true
 	n.callsStart = n.calls
-	n.histStart, n.intentStart = n.hist, n.intentBuckets
+	n.histStart, n.bucketsStart = n.hist, n.buckets
 }
 
 func (n *nodeWatch) markEnd() {
-	n.cpuEnd, n.histEnd, n.intentEnd = n.cpu, n.hist, n.intentBuckets
+	n.cpuEnd, n.histEnd, n.bucketsEnd = n.cpu, n.hist, n.buckets
 	n.callsEnd = n.calls
 	n.measuring = false // the peak RSS is the window's too
 }
@@ -147,12 +147,12 @@ func (n *nodeWatch) serverTimes() *ServerTimes {
 		}
 	}
 	t := &ServerTimes{Intent: ms[0], Append: ms[1], Statement: ms[2]}
-	if p, ok := quantile(0.5, n.intentStart, n.intentEnd); ok {
-		t.IntentP50 = p * 1000
+	pct := func(q float64, i int) float64 {
+		p, _ := quantile(q, n.bucketsStart[i], n.bucketsEnd[i])
+		return p * 1000
 	}
-	if p, ok := quantile(0.99, n.intentStart, n.intentEnd); ok {
-		t.IntentP99 = p * 1000
-	}
+	t.IntentP50, t.IntentP99 = pct(0.5, 0), pct(0.99, 0)
+	t.AppendP99, t.StatementP99 = pct(0.99, 1), pct(0.99, 2)
 	return t
 }
 
@@ -175,7 +175,7 @@ func (n *nodeWatch) usage(intents int) *NodeUsage {
 // scrapeNode fetches a Prometheus text exposition and returns the two
 // process gauges the Go client's process collector exports, the node's
 // read and write system calls where it exports them, and the sums,
-// counts (and, for the intent, buckets) of serverHistograms where present.
+// counts and buckets of serverHistograms where present.
 func scrapeNode(c *http.Client, url string) (nodeScrape, error) {
 	var sc nodeScrape
 	resp, err := c.Get(url)
@@ -208,10 +208,8 @@ func scrapeNode(c *http.Client, url string) (nodeScrape, error) {
 			continue
 		}
 		sc.hist[i] = histTotals{sum: h.GetSampleSum(), count: sampleCount(h)}
-		if i == 0 {
-			for _, b := range h.GetBucket() {
-				sc.intentBuckets = append(sc.intentBuckets, bucketCount{le: b.GetUpperBound(), count: cumulative(b)})
-			}
+		for _, b := range h.GetBucket() {
+			sc.buckets[i] = append(sc.buckets[i], bucketCount{le: b.GetUpperBound(), count: cumulative(b)})
 		}
 	}
 	return sc, nil
