@@ -31,14 +31,7 @@ func TestPacerNudge(t *testing.T) {
 				waitFor(t, func() bool { p.mu.Lock(); defer p.mu.Unlock(); return p.owed })
 				go send()
 			}
-			select {
-			case ok := <-granted:
-				if !ok {
-					t.Fatal("wait ended without a grant")
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("the nudge granted nothing")
-			}
+			awaitGrant(t, granted, "the nudge granted nothing")
 			p.done()
 			go send()
 			select {
@@ -65,19 +58,26 @@ func TestPacerStartsWithTheFirstIntent(t *testing.T) {
 	}
 	granted := make(chan bool, 1)
 	go func() { granted <- p.wait(ctx) }()
+	awaitGrant(t, granted, "the first intent was never granted")
+	if ticks, skipped := st.Ticks(); ticks < 1 || skipped != 0 {
+		t.Errorf("%d ticks, %d skipped at the first grant, want at least one and none skipped", ticks, skipped)
+	}
+	p.done()
+	waitFor(t, func() bool { ticks, skipped := st.Ticks(); return skipped >= 3 && ticks >= 4 })
+}
+
+// awaitGrant waits up to 10 s for a wait's result on granted, which must
+// be a grant; none fails the test with missing.
+func awaitGrant(t *testing.T, granted <-chan bool, missing string) {
+	t.Helper()
 	select {
 	case ok := <-granted:
 		if !ok {
 			t.Fatal("wait ended without a grant")
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the first intent was never granted")
+		t.Fatal(missing)
 	}
-	if ticks, skipped := st.Ticks(); ticks < 1 || skipped != 0 {
-		t.Errorf("%d ticks, %d skipped at the first grant, want at least one and none skipped", ticks, skipped)
-	}
-	p.done()
-	waitFor(t, func() bool { ticks, skipped := st.Ticks(); return skipped >= 3 && ticks >= 4 })
 }
 
 // waitFor polls cond until it holds, for at most 10 s.
