@@ -244,13 +244,21 @@ node_is() { [[ "$(monitor_sql "SELECT reportedstate FROM pgautofailover.node WHE
 
 # alive NAME CMD...: CMD, but the whole start fails at once when NAME's
 # keeper has exited (a bad option, a port taken) instead of timing out.
+# It says why on fd 3, which its callers point at this script's stderr for
+# the call alone (until_true silences the command's own; a keeper started
+# while fd 3 was open would hold our caller's stderr open for good).
 alive() {
 	local name="$1"
 	shift
-	# The keeper writes its pid file a moment after it starts.
-	if ! keeper_pid "$name" >/dev/null && ((SECONDS > ${ALIVE_FROM:-0})); then
-		tail -n 30 "$DIR/$name.log" >&2
-		die "$name's keeper exited"
+	# The keeper writes its pid file a moment after it starts, and rewrites
+	# it in place when its services change, so one read may find no pid:
+	# only a keeper missing at two looks half a second apart has exited.
+	if ((SECONDS > ${ALIVE_FROM:-0})) && ! keeper_pid "$name" >/dev/null; then
+		sleep 0.5
+		if ! keeper_pid "$name" >/dev/null; then
+			tail -n 30 "$DIR/$name.log" >&3
+			die "$name's keeper exited" 2>&3
+		fi
 	fi
 	"$@"
 }
@@ -360,7 +368,7 @@ start_all() {
 	start_monitor_first "$fast" "${ports[0]}" || return 1
 	create_node node1 "${ports[1]}" "$fast"
 	ALIVE_FROM=$((SECONDS + 5))
-	until_true "node1 to become the primary" alive node1 node_is node1 single ||
+	until_true "node1 to become the primary" alive node1 node_is node1 single 3>&2 ||
 		{ tail -n 30 "$DIR/node1.log" >&2; return 1; }
 	tune_keeper node1
 	# pg_basebackup starts with a spread checkpoint, which paces the few
@@ -369,7 +377,7 @@ start_all() {
 	psql_at "${ports[1]}" postgres CHECKPOINT >/dev/null
 	create_node node2 "${ports[2]}" "$fast"
 	ALIVE_FROM=$((SECONDS + 5))
-	until_true "the standby to be in sync" alive node2 settled ||
+	until_true "the standby to be in sync" alive node2 settled 3>&2 ||
 		{ tail -n 30 "$DIR/node1.log" "$DIR/node2.log" >&2; return 1; }
 	tune_keeper node2
 }
