@@ -91,6 +91,14 @@ else
 fi
 go build -o "$work/matchctl" ./cmd/matchctl
 echo "work directory: $work" >&2
+# What the table printers below share; each imports it from $work.
+cat >"$work/measure_tables.py" <<'EOF'
+def calls(node):
+    """The node's read and write system calls per intent, where it exports them."""
+    if "readCallsPerIntent" not in node and "writeCallsPerIntent" not in node:
+        return ""
+    return f" ({node.get('readCallsPerIntent', 0):.1f} reads, {node.get('writeCallsPerIntent', 0):.1f} writes)"
+EOF
 
 run_all() {
 	set -euo pipefail
@@ -228,12 +236,9 @@ run_all() {
 		python3 - "$work" <<'EOF'
 import json, sys
 work = sys.argv[1]
+sys.path.insert(0, work)
+from measure_tables import calls
 print()
-def calls(node):
-    """The node's read and write system calls per intent, where it exports them."""
-    if "readCallsPerIntent" not in node and "writeCallsPerIntent" not in node:
-        return ""
-    return f" ({node.get('readCallsPerIntent', 0):.1f} reads, {node.get('writeCallsPerIntent', 0):.1f} writes)"
 print("| same load | intents/s | p50 | p99 | max | errors | CPU per intent (summed over the nodes; their system calls per intent) | each member's | machine: cores busy (PostgreSQL) |")
 print("|---|---|---|---|---|---|---|---|---|")
 base = None
@@ -368,11 +373,8 @@ EOF
 		python3 - "$work" "${table[@]}" <<'EOF'
 import json, sys
 work, names = sys.argv[1], sys.argv[2:]
-def calls(node):
-    """The node's read and write system calls per intent, where it exports them."""
-    if "readCallsPerIntent" not in node and "writeCallsPerIntent" not in node:
-        return ""
-    return f" ({node.get('readCallsPerIntent', 0):.1f} reads, {node.get('writeCallsPerIntent', 0):.1f} writes)"
+sys.path.insert(0, work)
+from measure_tables import calls
 print()
 print("| workload | intents/s | p50 | p90 | p99 | max | skipped ticks | errors | node CPU per intent (system calls per intent) | node peak RSS | per match (peak − start) | cores busy (load generator / PostgreSQL) | node's times: intent mean (p50 / p99) / append (p99) / statement (p99) |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
