@@ -82,6 +82,11 @@ const (
 	stateNotFound
 	stateStopped // fenced or broken: never answers again
 	stateRefused // pinned to rules this member does not run: says so until it passivates
+	// stateNotOwner: another member owned the match in this member's view
+	// when the activation came; it says so until it passivates, or until
+	// the view names this member and the host starts a new activation
+	// (OwnedNow).
+	stateNotOwner
 )
 
 // Core is the state of one activation of a match and its logic (see
@@ -119,10 +124,6 @@ type Core struct {
 	everyEvent *[]protocol.EventEnvelope
 
 	refusal string // why the activation was refused (stateRefused)
-	// notOwner: the activation halted because another member owns the
-	// match in this member's view (HaltNotOwner); its replies say so, for
-	// the caller to retry soon instead of backing off (Reply.NotOwner).
-	notOwner bool
 
 	seats [2]*attachment
 	// spectators are the attached spectators' connections by session id
@@ -194,6 +195,15 @@ func (g *Core) StoreDone(res StoreResult) Ready {
 	g.await = nil
 	k(res)
 	return g.ready()
+}
+
+// OwnedNow reports whether this activation, refused because another
+// member owned its match in this member's view (it answers Reply.NotOwner
+// meanwhile), now finds this member the owner (GrainDeps.Owns): its host
+// then starts a new activation, a new Core and Activate, for the request at
+// hand.
+func (g *Core) OwnedNow() bool {
+	return g.state == stateNotOwner && g.deps.Owns(g.id)
 }
 
 // Awaiting reports whether the core waits for a store answer (StoreDone).
@@ -272,11 +282,16 @@ func (g *Core) activate(id string) {
 		}
 	}
 	if g.deps.Owns != nil && !g.deps.Owns(id) {
-		// A caller routed by a view older than this member's; it retries
-		// and finds the owner once its view catches up.
+		// A caller routed by a view that differs from this member's; it
+		// retries and finds the owner once the views agree. The activation
+		// stays and answers so rather than halt: a halt stops the actor
+		// behind a poison pill, and protoactor drops unanswered the requests
+		// that reach its mailbox after the pill (their callers would wait
+		// out their whole attempt), which the retries of every caller
+		// routed here make likely while the views differ.
 		g.log.Info("activation refused: another member owns the match in this member's view")
-		g.notOwner = true
-		g.halt(HaltNotOwner)
+		g.state = stateNotOwner
+		g.rd.IdleStop = true
 		return
 	}
 	started := time.Now()
@@ -722,11 +737,10 @@ func (g *Core) onMessage(msg any) {
 			g.respond(&Reply{Code: ReplyNotFound, Message: "match not found"})
 		}
 		return
+	case stateNotOwner:
+		g.respond(&Reply{Code: ReplyUnavailable, Message: "not the owner in this member's view", NotOwner: true})
+		return
 	case stateStopped, stateLoading:
-		if g.notOwner {
-			g.respond(&Reply{Code: ReplyUnavailable, Message: "not the owner in this member's view", NotOwner: true})
-			return
-		}
 		g.respond(&Reply{Code: ReplyUnavailable, Message: "match is moving"})
 		return
 	case stateRefused:

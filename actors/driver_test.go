@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/matchgrain/matchgrain/cluster/envelope"
 	"github.com/matchgrain/matchgrain/protocol"
@@ -50,12 +51,9 @@ func (tn *testNode) call(ctx context.Context, matchID string, msg any) (*Reply, 
 	if err != nil {
 		return nil, fmt.Errorf("%w: match %s: %w", errUnavailable, matchID, err)
 	}
-	if m, ok := res.(*envelope.Msg); ok {
-		res = m.V
-	}
-	r, ok := res.(*Reply)
-	if !ok {
-		return nil, fmt.Errorf("match %s: unexpected reply %T", matchID, res)
+	r, err := asTestReply(res)
+	if err != nil {
+		return nil, fmt.Errorf("match %s: %w", matchID, err)
 	}
 	if e := replyErrs[r.Code]; e != nil {
 		return r, fmt.Errorf("%w: match %s: %s", e, matchID, r.Message)
@@ -270,4 +268,34 @@ func (s *testSeat) Close(leave bool) {
 		_, _ = s.tn.call(ctx, s.matchID, &DetachSeat{Seat: s.seat, SessionID: s.pid.Id, Leave: leave})
 		s.tn.node.System().Root.Stop(s.pid)
 	})
+}
+
+// askOnce sends msg to the grain of matchID with protoactor's own Request,
+// without the node's retries: a reply that says the match is elsewhere
+// comes back as it is. A dead letter (an activation that had stopped) is
+// re-sent by protoactor; a request no activation answers fails after 2 s.
+func (tn *testNode) askOnce(matchID string, msg any) (*Reply, error) {
+	started := time.Now()
+	res, err := tn.node.Cluster().Request(matchID, MatchKind, envelope.Wrap(msg),
+		pcluster.WithTimeout(2*time.Second), pcluster.WithRetryCount(5))
+	if err != nil {
+		return nil, fmt.Errorf("match %s: no reply after %v: %w", matchID, time.Since(started).Round(time.Millisecond), err)
+	}
+	r, err := asTestReply(res)
+	if err != nil {
+		return nil, fmt.Errorf("match %s: %w", matchID, err)
+	}
+	return r, nil
+}
+
+// asTestReply takes a grain's reply out of its envelope.
+func asTestReply(res any) (*Reply, error) {
+	if m, ok := res.(*envelope.Msg); ok {
+		res = m.V
+	}
+	r, ok := res.(*Reply)
+	if !ok {
+		return nil, fmt.Errorf("unexpected reply %T", res)
+	}
+	return r, nil
 }

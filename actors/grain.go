@@ -177,10 +177,8 @@ func (g *grain) Receive(ctx actor.Context) {
 			g.dropExpired(m)
 			return
 		}
-		if !g.active {
-			g.active = true
-			g.carryOut(ctx, g.core.Activate(g.id))
-			g.carryOut(ctx, g.core.Advance())
+		if !g.active || g.core.OwnedNow() {
+			g.activate(ctx)
 		}
 		g.carryOut(ctx, g.core.Handle(m.V))
 	case *tick:
@@ -200,6 +198,23 @@ func (g *grain) Receive(ctx actor.Context) {
 	default:
 		return
 	}
+	g.carryOut(ctx, g.core.Advance())
+}
+
+// activate starts the activation for the request at hand: the first one,
+// or a new one in place of an activation refused because another member
+// owned the match in this member's view, now that the view names this
+// member (Core.OwnedNow). The actor stays, so nothing sent to it is lost.
+//
+//go:noinline
+func (g *grain) activate(ctx actor.Context) {
+	if g.active {
+		g.core.Stopped()
+		g.core = newCore(g.deps)
+		ctx.CancelReceiveTimeout()
+	}
+	g.active = true
+	g.carryOut(ctx, g.core.Activate(g.id))
 	g.carryOut(ctx, g.core.Advance())
 }
 

@@ -11,7 +11,7 @@ import (
 // of matchgrain_grain_halts_total and the halt_reason field of the
 // "activation halted" log line. Every halt is safe (the next activation
 // rebuilds the truth from the store); the reasons tell an operator whether
-// halts come from failovers (fenced, superseded, moved_away, not_owner), an
+// halts come from failovers (fenced, superseded, moved_away), an
 // unhealthy store (claim_failed, append_unknown) or a bug (recovery_failed,
 // apply_failed, encode_failed).
 type HaltReason uint8
@@ -24,7 +24,10 @@ const (
 	// HaltActivationRefused: the member may not activate now
 	// (GrainDeps.MayActivate: draining, evicted, just stalled).
 	HaltActivationRefused
-	// HaltNotOwner: another member owns the match in this member's view.
+	// HaltNotOwner is never reported: an activation that another member
+	// owns in this member's view waits without halting (Core.OwnedNow).
+	//
+	// Deprecated: kept so that no later reason takes its value or label.
 	HaltNotOwner
 	// HaltClaimFailed: the store did not answer the claim.
 	HaltClaimFailed

@@ -156,7 +156,7 @@ func TestGrainServesOnlyWhereOwned(t *testing.T) {
 	tn.notOwner.Store(true)
 	claims := tn.store.Calls(persistence.MethodClaim)
 	// The running activation stops at its next tick (every keep-alive,
-	// 100 ms here); every new one refuses before claiming. A resync (it
+	// 100 ms here); a new one refuses and waits without claiming. A resync (it
 	// changes nothing) tells when the grain stopped serving.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -781,7 +781,8 @@ func TestGrainGuestNameAndHeldClockSurviveReactivation(t *testing.T) {
 
 // A member that refuses an activation because another member owns the match
 // in its view says so in its replies (Reply.NotOwner, cluster.ViewRefusal),
-// for the caller to retry quickly while the views differ; any other stopped
+// for the caller to retry quickly while the views differ, and waits for its
+// view to name it (Core.OwnedNow) instead of halting; any stopped
 // activation answers only that the match is moving.
 func TestRefusalByViewIsMarked(t *testing.T) {
 	store := storetest.Embedded(t)
@@ -794,10 +795,16 @@ func TestRefusalByViewIsMarked(t *testing.T) {
 		t.Fatal(err)
 	}
 	byView := cores()
-	if rd := byView.Activate("m_elsewhere"); rd.Halt != HaltNotOwner {
-		t.Fatalf("activation not owned in this view halted with %v, want %v", rd.Halt, HaltNotOwner)
+	if rd := byView.Activate("m_elsewhere"); rd.Stop || rd.Store != nil || !rd.IdleStop {
+		t.Fatalf("activation not owned in this view: %+v, want no stop, no store call and an idle stop", rd)
+	}
+	if byView.OwnedNow() {
+		t.Fatalf("the refused activation reports its match owned while the view names another member")
 	}
 	owns.Store(true)
+	if !byView.OwnedNow() {
+		t.Fatalf("the refused activation does not report its match owned once the view names this member")
+	}
 	fenced := cores()
 	fenced.halt(HaltFenced)
 	for _, c := range []struct {
@@ -818,5 +825,66 @@ func TestRefusalByViewIsMarked(t *testing.T) {
 			t.Errorf("%s: reply %+v moving %v, refused by view %v; want moving, refused by view %v",
 				c.name, reply, moving, reply.RefusedByView(), c.byView)
 		}
+	}
+}
+
+// Requests that reach a member whose view names another owner are all
+// answered, however many arrive at once: an activation refused by the view
+// waits there, answering each (Reply.NotOwner), instead of halting. A halt
+// stops the actor behind a poison pill, and protoactor drops unanswered
+// whatever request lands in its mailbox after the pill and before the actor
+// leaves the registry; its caller then waits out its whole attempt (seen
+// as a 5 s stall of a ticket request during a failover). Once the view
+// names this member the owner, the waiting activation starts.
+func TestRefusedActivationAnswersEveryRequest(t *testing.T) {
+	tn := startTestNode(t, fastTiming())
+	id := tn.create(t, 0)
+	tn.node.ForgetPID(id, MatchKind)
+	tn.notOwner.Store(true)
+	// Let the running activation stop (its next tick sees the view).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := tn.askOnce(id, &Wake{})
+		if err == nil && r.NotOwner {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no refusal by view 10 s after the member stopped owning the match: %+v, %v", r, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	claims := tn.store.Calls(persistence.MethodClaim)
+	const callers, calls = 8, 50
+	errs := make(chan error, callers)
+	for range callers {
+		go func() {
+			for range calls {
+				r, err := tn.askOnce(id, &Wake{})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if !r.NotOwner {
+					errs <- fmt.Errorf("reply %+v, want a refusal by view", r)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range callers {
+		if err := <-errs; err != nil {
+			t.Fatalf("a request to a member that does not own the match: %v", err)
+		}
+	}
+	if n := tn.store.Calls(persistence.MethodClaim) - claims; n != 0 {
+		t.Fatalf("%d claims by a member that does not own the match", n)
+	}
+	tn.notOwner.Store(false)
+	if r, err := tn.askOnce(id, &Wake{}); err != nil || r.Code != ReplyOK {
+		t.Fatalf("wake once the view names this member the owner: %+v, %v", r, err)
+	}
+	if n := tn.store.Calls(persistence.MethodClaim) - claims; n != 1 {
+		t.Fatalf("%d claims once the member owns the match, want 1", n)
 	}
 }

@@ -298,10 +298,16 @@ func (m *member) request(msg any, reply func(*actors.Reply)) {
 			m.w.logf("%s <- %s", m.name, describe(msg))
 			m.step(a, a.core.Handle(msg), reply)
 		}
-		if a == nil {
+		if a == nil || a.core.OwnedNow() {
 			// The activation is a message of its own (protoactor's
 			// ClusterInit), ahead of the request in the mailbox; a halted
-			// one still answers the request (Unavailable).
+			// one still answers the request (Unavailable). One refused
+			// by the view gives way to a new one once the view names
+			// this member, as in the protoactor grain.
+			if a != nil {
+				a.stopped = true
+				a.core.Stopped()
+			}
 			a = &activation{core: m.cores()}
 			m.act = a
 			m.w.logf("%s activates", m.name)
