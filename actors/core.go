@@ -284,11 +284,9 @@ func (g *Core) activate(id string) {
 	if g.deps.Owns != nil && !g.deps.Owns(id) {
 		// A caller routed by a view that differs from this member's; it
 		// retries and finds the owner once the views agree. The activation
-		// stays and answers so rather than halt: a halt stops the actor
-		// behind a poison pill, and protoactor drops unanswered the requests
-		// that reach its mailbox after the pill (their callers would wait
-		// out their whole attempt), which the retries of every caller
-		// routed here make likely while the views differ.
+		// stays and answers so rather than halt: while the views differ,
+		// every caller routed here retries every 10 to 20 ms, and a halt
+		// per request would spawn and stop an actor for each.
 		g.log.Info("activation refused: another member owns the match in this member's view")
 		g.state = stateNotOwner
 		g.rd.IdleStop = true
@@ -695,8 +693,8 @@ func (g *Core) snapshot(k func()) {
 
 // halt stops this activation for good: it drops its state and never serves
 // again. Requests already in its mailbox are answered Unavailable before it
-// stops (a poison pill, not a stop, which would drop them unanswered and
-// leave each caller waiting for its timeout), so their callers retry on the
+// stops (a poison pill, not a stop), and those that arrive after the pill by
+// the grain's mailbox (stoppingMailbox), so their callers retry on the
 // activation that owns the match now; seats re-attach there.
 func (g *Core) halt(reason HaltReason) {
 	if g.state == stateRunning && g.deps.Metrics != nil {

@@ -30,6 +30,8 @@ var (
 	errUnavailable   = errors.New("match unavailable")
 	errNotAttached   = errors.New("seat not attached")
 	errDetached      = errors.New("seat detached")
+	// errNoReply: no activation answered a request (askOnce).
+	errNoReply = errors.New("no reply")
 )
 
 // replyErrs names the error of each reply code that is one.
@@ -273,13 +275,17 @@ func (s *testSeat) Close(leave bool) {
 // askOnce sends msg to the grain of matchID with protoactor's own Request,
 // without the node's retries: a reply that says the match is elsewhere
 // comes back as it is. A dead letter (an activation that had stopped) is
-// re-sent by protoactor; a request no activation answers fails after 2 s.
+// re-sent by protoactor, up to 5 times; a request no activation answers
+// fails with errNoReply after 2 s.
 func (tn *testNode) askOnce(matchID string, msg any) (*Reply, error) {
 	started := time.Now()
 	res, err := tn.node.Cluster().Request(matchID, MatchKind, envelope.Wrap(msg),
 		pcluster.WithTimeout(2*time.Second), pcluster.WithRetryCount(5))
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil, fmt.Errorf("%w: match %s: after %v: %w", errNoReply, matchID, time.Since(started).Round(time.Millisecond), err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("match %s: no reply after %v: %w", matchID, time.Since(started).Round(time.Millisecond), err)
+		return nil, fmt.Errorf("match %s: %w", matchID, err)
 	}
 	r, err := asTestReply(res)
 	if err != nil {

@@ -78,7 +78,7 @@ func NewMatchKind(deps GrainDeps) (*pcluster.Kind, error) {
 		return nil, err
 	}
 	props := actor.PropsFromProducer(func() actor.Actor { return &grain{deps: d, core: newCore(d)} },
-		actor.WithDispatcher(grainDispatcher))
+		actor.WithDispatcher(grainDispatcher), actor.WithMailbox(stoppingMailbox))
 	return pcluster.NewKind(MatchKind, props), nil
 }
 

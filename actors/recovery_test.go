@@ -888,3 +888,67 @@ func TestRefusedActivationAnswersEveryRequest(t *testing.T) {
 		t.Fatalf("%d claims once the member owns the match, want 1", n)
 	}
 }
+
+// Requests that reach a grain while it stops are answered, not dropped:
+// here every activation is refused by its member's gate (as while the
+// member drains) and so halts at once, behind a poison pill, while 8
+// callers keep asking. protoactor drops what an actor's mailbox holds when
+// it stops; the grain's mailbox answers it "moving" instead, so no caller
+// waits out its attempt.
+func TestStoppingGrainAnswersEveryRequest(t *testing.T) {
+	var draining atomic.Bool
+	tn := startTestNodeRules(t, fastTiming(), storetest.Embedded(t), ToyRules{}, func(d *GrainDeps) {
+		d.MayActivate = func() error {
+			if draining.Load() {
+				return errors.New("draining")
+			}
+			return nil
+		}
+	})
+	id := tn.create(t, 0)
+	draining.Store(true)
+	pid := tn.node.Cluster().Get(id, MatchKind)
+	if pid == nil {
+		t.Fatalf("no activation of %s", id)
+	}
+	tn.node.System().Root.Poison(pid)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := tn.askOnce(id, &Wake{})
+		if err == nil && r.Code == ReplyUnavailable {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("activations still start 10 s after the gate closed: %+v, %v", r, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	const callers, calls = 8, 50
+	errs := make(chan error, callers)
+	for range callers {
+		go func() {
+			for range calls {
+				r, err := tn.askOnce(id, &Wake{})
+				if errors.Is(err, errNoReply) {
+					errs <- err
+					return
+				}
+				if err != nil {
+					// Dead letters all along (the activation had left the
+					// registry, its placement did not know yet): answered.
+					continue
+				}
+				if r.Code != ReplyUnavailable {
+					errs <- fmt.Errorf("reply %+v from a member that refuses activations, want unavailable", r)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range callers {
+		if err := <-errs; err != nil {
+			t.Fatalf("a request to a grain that keeps stopping: %v", err)
+		}
+	}
+}
