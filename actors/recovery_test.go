@@ -842,40 +842,11 @@ func TestRefusedActivationAnswersEveryRequest(t *testing.T) {
 	tn.node.ForgetPID(id, MatchKind)
 	tn.notOwner.Store(true)
 	// Let the running activation stop (its next tick sees the view).
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		r, err := tn.askOnce(id, &Wake{})
-		if err == nil && r.NotOwner {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no refusal by view 10 s after the member stopped owning the match: %+v, %v", r, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	refused := func(r *Reply) bool { return r.NotOwner }
+	tn.awaitAnswer(t, id, refused, "no refusal by view since the member stopped owning the match")
 	claims := tn.store.Calls(persistence.MethodClaim)
-	const callers, calls = 8, 50
-	errs := make(chan error, callers)
-	for range callers {
-		go func() {
-			for range calls {
-				r, err := tn.askOnce(id, &Wake{})
-				if err != nil {
-					errs <- err
-					return
-				}
-				if !r.NotOwner {
-					errs <- fmt.Errorf("reply %+v, want a refusal by view", r)
-					return
-				}
-			}
-			errs <- nil
-		}()
-	}
-	for range callers {
-		if err := <-errs; err != nil {
-			t.Fatalf("a request to a member that does not own the match: %v", err)
-		}
+	if err := tn.askFromMany(id, refused, false); err != nil {
+		t.Fatalf("a request to a member that does not own the match: %v", err)
 	}
 	if n := tn.store.Calls(persistence.MethodClaim) - claims; n != 0 {
 		t.Fatalf("%d claims by a member that does not own the match", n)
@@ -912,43 +883,62 @@ func TestStoppingGrainAnswersEveryRequest(t *testing.T) {
 		t.Fatalf("no activation of %s", id)
 	}
 	tn.node.System().Root.Poison(pid)
+	unavailable := func(r *Reply) bool { return r.Code == ReplyUnavailable }
+	tn.awaitAnswer(t, id, unavailable, "activations still start since the gate closed")
+	// Dead letters (the activation had left the registry, its placement
+	// did not know yet) come back at once: answered too.
+	if err := tn.askFromMany(id, unavailable, true); err != nil {
+		t.Fatalf("a request to a grain that keeps stopping: %v", err)
+	}
+}
+
+// awaitAnswer asks the grain of id to wake (askOnce) until its reply is
+// one that ok accepts, failing with what after 10 s.
+func (tn *testNode) awaitAnswer(t *testing.T, id string, ok func(*Reply) bool, what string) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		r, err := tn.askOnce(id, &Wake{})
-		if err == nil && r.Code == ReplyUnavailable {
-			break
+		if err == nil && ok(r) {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("activations still start 10 s after the gate closed: %+v, %v", r, err)
+			t.Fatalf("%s (10 s): %+v, %v", what, r, err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	const callers, calls = 8, 50
+}
+
+// askFromMany has 8 callers ask the grain of id to wake 100 times each, all
+// at once (askOnce), and returns the first request no activation answered
+// or whose reply ok refuses; a dead letter is an answer if deadLetters,
+// else an error too.
+func (tn *testNode) askFromMany(id string, ok func(*Reply) bool, deadLetters bool) error {
+	const callers, calls = 8, 100
 	errs := make(chan error, callers)
 	for range callers {
 		go func() {
 			for range calls {
 				r, err := tn.askOnce(id, &Wake{})
-				if errors.Is(err, errNoReply) {
+				switch {
+				case err != nil && (deadLetters && !errors.Is(err, errNoReply)):
+					continue
+				case err != nil:
 					errs <- err
 					return
-				}
-				if err != nil {
-					// Dead letters all along (the activation had left the
-					// registry, its placement did not know yet): answered.
-					continue
-				}
-				if r.Code != ReplyUnavailable {
-					errs <- fmt.Errorf("reply %+v from a member that refuses activations, want unavailable", r)
+				case !ok(r):
+					errs <- fmt.Errorf("unexpected reply %+v", r)
 					return
 				}
 			}
 			errs <- nil
 		}()
 	}
+	var first error
 	for range callers {
-		if err := <-errs; err != nil {
-			t.Fatalf("a request to a grain that keeps stopping: %v", err)
+		if err := <-errs; err != nil && first == nil {
+			first = err
 		}
 	}
+	return first
 }
