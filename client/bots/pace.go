@@ -78,25 +78,38 @@ func (p *pacer) run(ctx context.Context, nudge <-chan struct{}) {
 // tick lets a waiting bot send; a nudge that finds none waiting (the bot
 // still deciding, or its previous intent in flight) is owed to the next
 // intent that is ready.
+//
+// The tick is counted before the grant is sent, so that whoever reads the
+// stats after a grant sees the tick that made it.
 func (p *pacer) tick(nudged bool) {
 	p.mu.Lock()
-	ok := p.grantLocked()
+	ok := p.takeLocked()
 	if !ok && nudged {
 		p.owed = true
 	}
 	p.mu.Unlock()
 	p.stats.tick(!ok)
+	if ok {
+		p.grant <- struct{}{} // capacity 1 and one grant per intent in flight: never blocks
+	}
 }
 
 // grantLocked lets one waiting bot send if none is in flight (p.mu held).
-func (p *pacer) grantLocked() bool {
+func (p *pacer) grantLocked() {
+	if p.takeLocked() {
+		p.grant <- struct{}{} // as in tick
+	}
+}
+
+// takeLocked takes the grant for one waiting bot if none is in flight
+// (p.mu held); the caller sends it.
+func (p *pacer) takeLocked() bool {
 	if p.waiting == 0 || p.inFlight {
 		return false
 	}
 	p.waiting--
 	p.inFlight = true
 	p.owed = false
-	p.grant <- struct{}{} // capacity 1 and one grant per intent in flight: never blocks
 	return true
 }
 
