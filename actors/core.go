@@ -197,6 +197,16 @@ func (g *Core) StoreDone(res StoreResult) Ready {
 	return g.ready()
 }
 
+// movingReply is the answer of an activation that is going away, to a
+// request meant for the match's next activation (the core's once it has
+// halted, its mailbox's once it is stopping).
+func movingReply() *Reply {
+	return &Reply{Code: ReplyUnavailable, Message: movingMessage}
+}
+
+// movingMessage is movingReply's message.
+const movingMessage = "match is moving"
+
 // OwnedNow reports whether this activation, refused because another
 // member owned its match in this member's view (it answers Reply.NotOwner
 // meanwhile), now finds this member the owner (GrainDeps.Owns): its host
@@ -739,7 +749,7 @@ func (g *Core) onMessage(msg any) {
 		g.respond(&Reply{Code: ReplyUnavailable, Message: "not the owner in this member's view", NotOwner: true})
 		return
 	case stateStopped, stateLoading:
-		g.respond(&Reply{Code: ReplyUnavailable, Message: "match is moving"})
+		g.respond(movingReply())
 		return
 	case stateRefused:
 		g.respond(&Reply{Code: ReplyUnavailable, Message: g.refusal})
@@ -752,7 +762,7 @@ func (g *Core) onMessage(msg any) {
 		// would even drop it, by its epoch).
 		g.log.Info("superseded: a seat has seen a newer activation", "epoch", g.epoch, "seen_epoch", e)
 		g.halt(HaltSuperseded)
-		g.respond(&Reply{Code: ReplyUnavailable, Message: "match is moving"})
+		g.respond(movingReply())
 		return
 	}
 	switch v := msg.(type) {

@@ -79,5 +79,5 @@ func (a *answeringInvoker) answer(m any) {
 	if _, ok := env.Message.(*envelope.Msg); !ok {
 		return
 	}
-	a.system.Root.Send(env.Sender, envelope.Wrap(&Reply{Code: ReplyUnavailable, Message: "match is moving"}))
+	a.system.Root.Send(env.Sender, envelope.Wrap(movingReply()))
 }

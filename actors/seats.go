@@ -224,7 +224,7 @@ func (g *Core) handleIntent(a *attachment, m *SubmitIntent, k func(ReplyCode, st
 	}
 	g.persist(e, evs, func(ok bool) {
 		if !ok {
-			k(ReplyUnavailable, "match is moving")
+			k(ReplyUnavailable, movingMessage)
 			return
 		}
 		if g.deps.Metrics != nil {
